@@ -1,0 +1,1 @@
+"""dynik_ros.core."""
