@@ -1,0 +1,225 @@
+"""Dynamical inverse kinematics (Rapetti et al. 2020, sec. 2.4 and 3; Figure 2).
+
+Each :meth:`DynamicalIK.step` does the three tasks of Figure 2 once:
+
+1. velocity correction ``v* = v + K r(q_{k-1}, x_k)`` with the residual of eq. (5) (eq. 9);
+2. inverse differential kinematics: the QP of eq. (10) with the ``tanh`` joint-limit avoidance of eq. (12)
+   and the linear joint constraints of eq. (13), solved by OSQP;
+3. integration of ``nu`` into ``q``: joints and base position by explicit Euler, base rotation on SO(3)
+   with the orthonormality correction of eq. (14).
+
+Beyond the paper: the gain is capped at ``max_gain_dt / dt`` (Remark 2's variable gain, keeping the
+discrete closed loop ``r+ = (1 - K dt) r`` stable for any ``dt``), and the joint velocity bounds also
+include ``(s_max - s)/dt`` and ``(s_min - s)/dt`` so that one integration step can never leave the limits
+(the ``tanh`` bound alone can, see the remark under Figure 3).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import osqp
+
+from dynik_ros.core.base_integration import SCHEMES, integrate_rotation
+from dynik_ros.core.frame_kinematics import FrameKinematics, to_pinocchio_velocity
+from dynik_ros.core.robot_model import RobotModel
+from dynik_ros.core.so3 import orientation_residual_world
+from dynik_ros.core.targets import FrameTarget, Measurements, TargetSet
+from dynik_ros.core.velocity_qp import QPSettings, VelocityQP
+
+_INFINITY = float(osqp.constant("OSQP_INFTY"))
+
+
+@dataclass(frozen=True)
+class DynamicalIKConfig:
+    """Solver options. ``limit_gain`` is ``k_g`` of eq. (12) and the diagonal of ``K_g`` in eq. (13);
+    ``orthonormality_gain`` is ``rho`` of eq. (14a)."""
+
+    limit_gain: float = 10.0
+    orthonormality_gain: float = 10.0
+    rotation_integration: str = "exp"
+    max_gain_dt: float = 1.0
+    discrete_limit_guard: bool = True
+    rotation_tolerance: float = 1e-3
+    qp: QPSettings = field(default_factory=QPSettings)
+
+    def __post_init__(self) -> None:
+        if self.rotation_integration not in SCHEMES:
+            raise ValueError(
+                f"rotation_integration must be one of {SCHEMES}, got '{self.rotation_integration}'"
+            )
+        for name in ("limit_gain", "orthonormality_gain", "max_gain_dt", "rotation_tolerance"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be positive and finite, got {value}")
+
+
+@dataclass
+class StepInfo:
+    """What the last step did: OSQP status, iterations, residual size and wall time."""
+
+    status: str = "not run"
+    iterations: int = 0
+    solved: bool = True
+    residual_norm: float = float("nan")
+    solve_time: float = 0.0
+    held: bool = False
+
+
+class DynamicalIK:
+    """Closed-loop IK of Figure 2 for a :class:`RobotModel` and a set of :class:`FrameTarget`.
+
+    State: base position, base rotation matrix, joint positions, and the last velocity ``nu`` in mixed
+    coordinates ``(I p_dot_B, I omega_B, s_dot)``. :meth:`step` returns pinocchio's ``q`` and tangent ``v``.
+    """
+
+    def __init__(
+        self,
+        robot: RobotModel,
+        targets: TargetSet | Sequence[FrameTarget],
+        config: DynamicalIKConfig | None = None,
+        q0: np.ndarray | None = None,
+    ):
+        self.robot = robot
+        self.targets = targets if isinstance(targets, TargetSet) else TargetSet(targets)
+        self.config = config or DynamicalIKConfig()
+        self.kinematics = FrameKinematics(
+            robot,
+            [t.frame for t in self.targets.position_targets],
+            [t.frame for t in self.targets.orientation_targets],
+        )
+        self.gains = self.targets.gains()
+        self.weights = self.targets.weights()
+        nb, n = robot.base_dofs, robot.n_joints
+        rows = [np.hstack((np.zeros((n, nb)), np.eye(n)))]
+        self._n_coupled = 0
+        if robot.constraints is not None:
+            rows.append(np.hstack((np.zeros((robot.constraints.A.shape[0], nb)), robot.constraints.A)))
+            self._n_coupled = robot.constraints.A.shape[0]
+        self.qp = VelocityQP(self.kinematics.pattern(), np.vstack(rows), self.config.qp)
+        self._lower = np.empty(n + self._n_coupled)
+        self._upper = np.empty(n + self._n_coupled)
+        self.info = StepInfo()
+        self.reset(q0)
+
+    # ----------------------------------------------------------------- state
+    def reset(self, q0: np.ndarray | None = None) -> None:
+        """Restart from ``q0`` (pinocchio layout; default: neutral), joints clipped into their limits."""
+        q0 = self.robot.neutral_configuration() if q0 is None else np.asarray(q0, dtype=float)
+        if q0.shape != (self.robot.nq,) or not np.all(np.isfinite(q0)):
+            raise ValueError(f"q0 must be {self.robot.nq} finite values")
+        self.base_position, self.base_rotation, joints = self.robot.split(q0)
+        clipped = np.clip(joints, self.robot.lower, self.robot.upper)
+        if np.any(clipped != joints):
+            moved = [self.robot.joint_names[i] for i in np.flatnonzero(clipped != joints)]
+            warnings.warn(f"initial joint positions clipped into their limits: {moved}", stacklevel=2)
+        self.joint_positions = clipped
+        self.nu = np.zeros(self.robot.nv)
+        self.qp.reset_warm_start()
+
+    @property
+    def q(self) -> np.ndarray:
+        """Current configuration in pinocchio's layout ``(p, quaternion xyzw, s)``."""
+        return self.robot.join(self.base_position, self.base_rotation, self.joint_positions)
+
+    @property
+    def v(self) -> np.ndarray:
+        """Current velocity in pinocchio's tangent layout (base twist in the base frame)."""
+        return to_pinocchio_velocity(self.nu, self.base_rotation, self.robot.floating_base)
+
+    def set_gains(self, position_gain: float | None = None, orientation_gain: float | None = None) -> None:
+        """Set every position and/or orientation gain of ``K`` (eq. 7) at run time; must be >= 0."""
+        n_pos = 3 * self.targets.n_position
+        for value, rows in ((position_gain, slice(0, n_pos)), (orientation_gain, slice(n_pos, None))):
+            if value is None:
+                continue
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"gains must be finite and >= 0, got {value}")
+            self.gains[rows] = value
+
+    # ----------------------------------------------------------------- the step
+    def step(self, measurements: Measurements, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """Advance by ``dt`` seconds towards ``measurements``; returns ``(q, v)`` (pinocchio layout).
+
+        Invalid input (``dt`` not positive and finite, NaN, wrong shapes, non-rotations) raises
+        ``ValueError`` before any state changes.
+        """
+        if not (np.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt must be positive and finite, got {dt}")
+        measurements.validate(self.targets, self.config.rotation_tolerance)
+        start = time.perf_counter()
+        positions, rotations = self.kinematics.update(self.q)
+        residual = np.concatenate(
+            (
+                (measurements.positions - positions).reshape(-1),
+                orientation_residual_world(rotations, measurements.rotations).reshape(-1),
+            )
+        )
+        feed_forward = np.concatenate(
+            (
+                _zeros_if_none(measurements.linear_velocities, self.targets.n_position),
+                _zeros_if_none(measurements.angular_velocities, self.targets.n_orientation),
+            )
+        )
+        gains = np.minimum(self.gains, self.config.max_gain_dt / dt)
+        corrected = feed_forward + gains * residual  # v* of eq. (9)
+        jacobian = self.kinematics.stacked_jacobian(self.base_position)
+        self._velocity_bounds(dt)
+        solution = self.qp.solve(jacobian, corrected, self.weights, self._lower, self._upper)
+        nu = solution.nu
+        nb, n = self.robot.base_dofs, self.robot.n_joints
+        nu[nb:] = np.clip(nu[nb:], self._lower[:n], self._upper[:n])
+        self._integrate(nu, dt)
+        self.info = StepInfo(
+            status=solution.status,
+            iterations=solution.iterations,
+            solved=solution.solved,
+            residual_norm=float(np.linalg.norm(residual)),
+            solve_time=time.perf_counter() - start,
+            held=not solution.solved,
+        )
+        return self.q, self.v
+
+    def _velocity_bounds(self, dt: float) -> None:
+        """Joint velocity bounds of eq. (12) and coupled-row bounds of eq. (13b), written in place."""
+        robot, kg, n = self.robot, self.config.limit_gain, self.robot.n_joints
+        s = self.joint_positions
+        vmax = robot.velocity_limit
+        lower = -vmax * np.tanh(kg * (s - robot.lower))
+        upper = vmax * np.tanh(kg * (robot.upper - s))
+        if self.config.discrete_limit_guard:
+            lower = np.maximum(lower, (robot.lower - s) / dt)
+            upper = np.minimum(upper, (robot.upper - s) / dt)
+        self._lower[:n] = np.minimum(lower, upper)
+        self._upper[:n] = upper
+        if self._n_coupled:
+            c = robot.constraints
+            slack = c.b - c.A @ s
+            bound = c.velocity_bound * np.tanh(kg * slack)
+            if self.config.discrete_limit_guard:
+                bound = np.minimum(bound, slack / dt)
+            self._lower[n:] = -_INFINITY
+            self._upper[n:] = bound
+
+    def _integrate(self, nu: np.ndarray, dt: float) -> None:
+        """Integrate mixed ``nu`` over ``dt``: Euler for ``p_B`` and ``s``, eq. (14) for ``R_B``."""
+        nb = self.robot.base_dofs
+        if nb:
+            self.base_position = self.base_position + dt * nu[:3]
+            self.base_rotation = integrate_rotation(
+                self.base_rotation,
+                nu[3:6],
+                dt,
+                self.config.orthonormality_gain,
+                self.config.rotation_integration,
+            )
+        self.joint_positions = self.joint_positions + dt * nu[nb:]
+        self.nu = nu
+
+
+def _zeros_if_none(values: np.ndarray | None, count: int) -> np.ndarray:
+    return np.zeros(3 * count) if values is None else np.asarray(values, dtype=float).reshape(-1)

@@ -1,0 +1,118 @@
+"""Forward kinematics ``h(q)`` and the stacked Jacobian ``J(q)`` of eq. (3) for a fixed list of frames.
+
+Kinematics run once per step in pinocchio (``computeJointJacobians`` + ``updateFramePlacements``); the
+per-frame Jacobians are then assembled for all frames at once with numpy from the world-frame joint
+Jacobian, using each frame's kinematic support fixed at construction.
+
+The base velocity is in *mixed* coordinates ``nu = (I p_dot_B, I omega_B, s_dot)`` as in sec. 2.2 of the
+paper (pinocchio's free-flyer tangent is base-local instead; :meth:`to_pinocchio_velocity` converts).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from dynik_ros.core.robot_model import RobotModel
+
+
+class FrameKinematics:
+    """Poses and world-aligned Jacobians of ``position_frames`` (linear rows) and ``orientation_frames``
+    (angular rows) of a :class:`RobotModel`."""
+
+    def __init__(self, robot: RobotModel, position_frames: list[str], orientation_frames: list[str]):
+        self.robot = robot
+        self.model = robot.model
+        self.data = self.model.createData()
+        self.position_ids = [robot.frame_id(f) for f in position_frames]
+        self.orientation_ids = [robot.frame_id(f) for f in orientation_frames]
+        self._all_ids = self.position_ids + self.orientation_ids
+        self._n_pos = len(self.position_ids)
+        nb, nv = robot.base_dofs, robot.nv
+        self._nb = nb
+        # support[i, c]: joint column c moves frame i (columns of the actuated joints only).
+        support = np.zeros((len(self._all_ids), nv - nb), dtype=bool)
+        for row, fid in enumerate(self._all_ids):
+            jid = self.model.frames[fid].parentJoint
+            for j in self.model.supports[jid]:
+                if j == 0 or (robot.floating_base and j == 1):
+                    continue
+                start = self.model.joints[j].idx_v - nb
+                support[row, start : start + self.model.joints[j].nv] = True
+        self._support_pos = support[: self._n_pos]
+        self._support_ori = support[self._n_pos :]
+        self.rows = 3 * len(self._all_ids)
+        self.jacobian = np.zeros((self.rows, nv))
+        if nb:
+            self.jacobian[: 3 * self._n_pos, :3] = np.tile(np.eye(3), (self._n_pos, 1))
+            self.jacobian[3 * self._n_pos :, 3:6] = np.tile(np.eye(3), (len(self.orientation_ids), 1))
+
+    def pattern(self) -> np.ndarray:
+        """Structural non-zeros of :attr:`jacobian` (fixed for the model and frame list)."""
+        pat = np.zeros((self.rows, self.robot.nv), dtype=bool)
+        if self._nb:
+            pat[: 3 * self._n_pos, :6] = True
+            pat[3 * self._n_pos :, 3:6] = True
+        pat[: 3 * self._n_pos, self._nb :] = np.repeat(self._support_pos, 3, axis=0)
+        pat[3 * self._n_pos :, self._nb :] = np.repeat(self._support_ori, 3, axis=0)
+        return pat
+
+    def update(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Run the kinematics at ``q``; return positions ``(n_p, 3)`` and rotations ``(n_o, 3, 3)``."""
+        pin.computeJointJacobians(self.model, self.data, q)
+        pin.updateFramePlacements(self.model, self.data)
+        omf = self.data.oMf
+        poses = np.array([omf[i].homogeneous for i in self._all_ids])
+        self._positions_all = poses[:, :3, 3]
+        return poses[: self._n_pos, :3, 3], poses[self._n_pos :, :3, :3]
+
+    def stacked_jacobian(self, base_position: np.ndarray) -> np.ndarray:
+        """``J(q)`` of eq. (3) at the last :meth:`update`, w.r.t. mixed ``nu``; rows: linear of the position
+        frames, then angular of the orientation frames (all world-aligned)."""
+        nb, npos = self._nb, self._n_pos
+        jw = self.data.J  # (6, nv): world-frame spatial Jacobian columns (velocity of the world origin).
+        lin, ang = jw[:3, nb:], jw[3:, nb:]
+        out = self.jacobian
+        if npos:
+            p = self._positions_all[:npos]
+            view = out[: 3 * npos, nb:].reshape(npos, 3, -1)  # (frame, axis, column)
+            px, py, pz = p[:, 0:1], p[:, 1:2], p[:, 2:3]
+            wx, wy, wz = ang[0][None, :], ang[1][None, :], ang[2][None, :]
+            # velocity of point p: v_O + omega x p, for every joint column and every frame at once.
+            view[:, 0, :] = (lin[0][None, :] + wy * pz - wz * py) * self._support_pos
+            view[:, 1, :] = (lin[1][None, :] + wz * px - wx * pz) * self._support_pos
+            view[:, 2, :] = (lin[2][None, :] + wx * py - wy * px) * self._support_pos
+            out[: 3 * npos, nb:] = view.reshape(3 * npos, -1)
+            if nb:
+                # d/d omega_B of (p_B_dot + omega_B x (p - p_B)) = -S(p - p_B)
+                d = p - base_position
+                skew_rows = np.zeros((npos, 3, 3))
+                skew_rows[:, 0, 1], skew_rows[:, 0, 2] = d[:, 2], -d[:, 1]
+                skew_rows[:, 1, 0], skew_rows[:, 1, 2] = -d[:, 2], d[:, 0]
+                skew_rows[:, 2, 0], skew_rows[:, 2, 1] = d[:, 1], -d[:, 0]
+                out[: 3 * npos, 3:6] = skew_rows.reshape(3 * npos, 3)
+        no = len(self.orientation_ids)
+        if no:
+            block = ang.T[None, :, :] * self._support_ori[:, :, None]  # (n_o, n, 3)
+            out[3 * npos :, nb:] = block.transpose(0, 2, 1).reshape(3 * no, -1)
+        return out
+
+
+def to_pinocchio_velocity(nu_mixed: np.ndarray, base_rotation: np.ndarray, floating_base: bool) -> np.ndarray:
+    """Mixed ``(I p_dot_B, I omega_B, s_dot)`` -> pinocchio tangent ``(B v_B, B omega_B, s_dot)``."""
+    if not floating_base:
+        return np.array(nu_mixed, dtype=float)
+    out = np.array(nu_mixed, dtype=float)
+    out[:3] = base_rotation.T @ nu_mixed[:3]
+    out[3:6] = base_rotation.T @ nu_mixed[3:6]
+    return out
+
+
+def to_mixed_velocity(v_pinocchio: np.ndarray, base_rotation: np.ndarray, floating_base: bool) -> np.ndarray:
+    """Inverse of :func:`to_pinocchio_velocity`."""
+    if not floating_base:
+        return np.array(v_pinocchio, dtype=float)
+    out = np.array(v_pinocchio, dtype=float)
+    out[:3] = base_rotation @ v_pinocchio[:3]
+    out[3:6] = base_rotation @ v_pinocchio[3:6]
+    return out

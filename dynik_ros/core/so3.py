@@ -1,0 +1,75 @@
+"""SO(3) helpers: the skew operators of the paper's notation (sec. 2.1) and orientation residuals.
+
+All functions accept stacks of matrices ``(..., 3, 3)`` and vectors ``(..., 3)`` so callers never loop in
+Python over targets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def skew(v: np.ndarray) -> np.ndarray:
+    """``S(v)``: the matrix with ``S(v) u = v x u`` (sec. 2.1), for ``v`` of shape ``(..., 3)``."""
+    v = np.asarray(v, dtype=float)
+    out = np.zeros(v.shape[:-1] + (3, 3))
+    out[..., 0, 1], out[..., 0, 2] = -v[..., 2], v[..., 1]
+    out[..., 1, 0], out[..., 1, 2] = v[..., 2], -v[..., 0]
+    out[..., 2, 0], out[..., 2, 1] = -v[..., 1], v[..., 0]
+    return out
+
+
+def vee_of_skew_part(m: np.ndarray) -> np.ndarray:
+    """``sk(M)^vee`` with ``sk(M) = (M - M^T)/2`` (sec. 2.1), for ``M`` of shape ``(..., 3, 3)``."""
+    return 0.5 * np.stack(
+        (m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]), axis=-1
+    )
+
+
+def orientation_residual_world(r_model: np.ndarray, r_target: np.ndarray) -> np.ndarray:
+    """Orientation part of the residual of eq. (5), expressed in the world frame.
+
+    Eq. (5) writes ``sk(R^T R*)^vee`` in the link frame; the Jacobian rows we use are world-aligned, so we
+    return ``R sk(R^T R*)^vee = sk(R* R^T)^vee``. Its norm is ``sin`` of the rotation angle between the two.
+    """
+    return vee_of_skew_part(r_target @ np.swapaxes(r_model, -1, -2))
+
+
+def normalized_trace_error(r_model: np.ndarray, r_target: np.ndarray) -> np.ndarray:
+    """``tr(I - R^T R*) / 2`` per pair (the summand of eq. 15), in [0, 2]; 0 when aligned."""
+    trace = np.einsum("...ij,...ij->...", r_model, r_target)
+    return 0.5 * (3.0 - trace)
+
+
+def orthonormality_error(r: np.ndarray) -> np.ndarray:
+    """Largest absolute entry of ``R^T R - I`` per matrix."""
+    gram = np.swapaxes(r, -1, -2) @ r
+    return np.abs(gram - np.eye(3)).max(axis=(-1, -2))
+
+
+def exp_so3(phi: np.ndarray) -> np.ndarray:
+    """Rotation matrices ``exp(S(phi))`` (Rodrigues' formula) for rotation vectors ``phi`` ``(..., 3)``."""
+    phi = np.asarray(phi, dtype=float)
+    angle = np.linalg.norm(phi, axis=-1)[..., None, None]
+    k = skew(phi)
+    small = angle < 1e-8
+    safe = np.where(small, 1.0, angle)
+    a = np.where(small, 1.0 - angle**2 / 6.0, np.sin(safe) / safe)
+    b = np.where(small, 0.5 - angle**2 / 24.0, (1.0 - np.cos(safe)) / safe**2)
+    return np.eye(3) + a * k + b * (k @ k)
+
+
+def project_to_so3(m: np.ndarray) -> np.ndarray:
+    """Closest rotation matrix to ``M`` in the Frobenius norm (polar decomposition through the SVD)."""
+    u, _, vt = np.linalg.svd(m)
+    d = np.sign(np.linalg.det(u @ vt))
+    u[..., :, -1] *= d[..., None] if np.ndim(d) else d
+    return u @ vt
+
+
+def rotation_about(axis: str, angle: float) -> np.ndarray:
+    """Elementary rotation about ``x``, ``y`` or ``z`` by ``angle`` radians."""
+    index = "xyz".index(axis)
+    phi = np.zeros(3)
+    phi[index] = angle
+    return exp_so3(phi)

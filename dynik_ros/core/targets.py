@@ -1,0 +1,171 @@
+"""Targets of Problem 1 (Rapetti et al. 2020, sec. 2.3) and the measurements that feed them.
+
+A :class:`FrameTarget` says which model frame follows which measured link, whether its position, its
+orientation or both are tracked, with what gain (the diagonal blocks of ``K`` in eq. 7) and with what
+per-axis weights in the least-squares cost (eq. 10a). :class:`Measurements` stores one sample of the pose
+target vector ``x`` and velocity target vector ``v`` of eq. (2) as stacked arrays in the order of the
+:class:`TargetSet`, so the solver never loops over targets in Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from dynik_ros.core.so3 import orthonormality_error
+
+Vector3 = tuple[float, float, float]
+
+
+class InvalidMeasurementError(ValueError):
+    """A measurement the solver refuses: NaN/inf, wrong shape, or a matrix that is not a rotation."""
+
+
+@dataclass(frozen=True)
+class FrameTarget:
+    """One model frame to track.
+
+    ``link`` is the measured link the target follows (the key in a measurement mapping); it defaults to the
+    frame name. Gains are in 1/s; weights scale rows of the least-squares cost per axis (world x, y, z).
+    """
+
+    frame: str
+    link: str | None = None
+    position: bool = False
+    orientation: bool = True
+    position_gain: float = 10.0
+    orientation_gain: float = 10.0
+    position_weight: Vector3 = (1.0, 1.0, 1.0)
+    orientation_weight: Vector3 = (1.0, 1.0, 1.0)
+
+    def __post_init__(self) -> None:
+        if not (self.position or self.orientation):
+            raise ValueError(f"target '{self.frame}' tracks neither position nor orientation")
+        for label in ("position_gain", "orientation_gain"):
+            value = getattr(self, label)
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"target '{self.frame}': {label} must be finite and >= 0, got {value}")
+        for label in ("position_weight", "orientation_weight"):
+            w = np.asarray(getattr(self, label), dtype=float)
+            if w.shape != (3,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+                raise ValueError(f"target '{self.frame}': {label} must be three finite values >= 0")
+
+    @property
+    def source(self) -> str:
+        return self.link or self.frame
+
+
+class TargetSet:
+    """An ordered set of targets: ``n_p`` position targets then ``n_o`` orientation targets (eq. 2)."""
+
+    def __init__(self, targets: Sequence[FrameTarget]):
+        self.targets = tuple(targets)
+        if not self.targets:
+            raise ValueError("at least one target is needed")
+        frames = [t.frame for t in self.targets]
+        duplicated = sorted({f for f in frames if frames.count(f) > 1})
+        if duplicated:
+            raise ValueError(f"duplicate targets for frames {duplicated}: give one target per frame")
+        self.position_targets = tuple(t for t in self.targets if t.position)
+        self.orientation_targets = tuple(t for t in self.targets if t.orientation)
+
+    @property
+    def n_position(self) -> int:
+        return len(self.position_targets)
+
+    @property
+    def n_orientation(self) -> int:
+        return len(self.orientation_targets)
+
+    @property
+    def position_links(self) -> list[str]:
+        return [t.source for t in self.position_targets]
+
+    @property
+    def orientation_links(self) -> list[str]:
+        return [t.source for t in self.orientation_targets]
+
+    def gains(self) -> np.ndarray:
+        """Diagonal of ``K`` (eq. 7), one entry per residual row."""
+        kp = np.repeat([t.position_gain for t in self.position_targets], 3)
+        ko = np.repeat([t.orientation_gain for t in self.orientation_targets], 3)
+        return np.concatenate((kp, ko)).astype(float)
+
+    def weights(self) -> np.ndarray:
+        """Per-row weights of the cost (eq. 10a)."""
+        wp = [t.position_weight for t in self.position_targets]
+        wo = [t.orientation_weight for t in self.orientation_targets]
+        return np.concatenate((np.ravel(wp) if wp else np.zeros(0), np.ravel(wo) if wo else np.zeros(0)))
+
+    def measurements_from_links(
+        self,
+        poses: Mapping[str, tuple[np.ndarray, np.ndarray]],
+        twists: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    ) -> Measurements:
+        """Build :class:`Measurements` from per-link ``(position, rotation)`` and ``(linear, angular)``.
+
+        Missing links raise :class:`InvalidMeasurementError` naming them. Without ``twists`` the velocity
+        feed-forward is zero (the IK then acts as a pure pose tracker).
+        """
+        needed = set(self.position_links) | set(self.orientation_links)
+        missing = sorted(needed - set(poses))
+        if missing:
+            raise InvalidMeasurementError(f"measurement lacks links {missing}")
+        pos = np.array([poses[k][0] for k in self.position_links], dtype=float).reshape(-1, 3)
+        rot = np.array([poses[k][1] for k in self.orientation_links], dtype=float).reshape(-1, 3, 3)
+        lin = ang = None
+        if twists is not None:
+            zero = (np.zeros(3), np.zeros(3))
+            lin = np.array([twists.get(k, zero)[0] for k in self.position_links], dtype=float).reshape(-1, 3)
+            ang = np.array([twists.get(k, zero)[1] for k in self.orientation_links], dtype=float).reshape(
+                -1, 3
+            )
+        return Measurements(pos, rot, lin, ang)
+
+
+@dataclass
+class Measurements:
+    """One sample of targets: positions ``(n_p, 3)``, rotations ``(n_o, 3, 3)`` and their velocities.
+
+    Velocities are world-frame (``I p_dot``, ``I omega``); ``None`` means not measured (zero feed-forward).
+    """
+
+    positions: np.ndarray
+    rotations: np.ndarray
+    linear_velocities: np.ndarray | None = None
+    angular_velocities: np.ndarray | None = None
+
+    def validate(self, targets: TargetSet, rotation_tolerance: float = 1e-3) -> None:
+        """Raise :class:`InvalidMeasurementError` unless shapes match, values are finite and rotations are
+        orthonormal with ``|R^T R - I| <= rotation_tolerance`` and ``det R > 0``."""
+        expected = {
+            "positions": (targets.n_position, 3),
+            "rotations": (targets.n_orientation, 3, 3),
+            "linear_velocities": (targets.n_position, 3),
+            "angular_velocities": (targets.n_orientation, 3),
+        }
+        for label, shape in expected.items():
+            value = getattr(self, label)
+            if value is None:
+                continue
+            if np.shape(value) != shape:
+                raise InvalidMeasurementError(f"{label} has shape {np.shape(value)}, expected {shape}")
+            if not np.all(np.isfinite(value)):
+                bad = np.unique(np.nonzero(~np.isfinite(value))[0])
+                links = (
+                    targets.position_links
+                    if label in ("positions", "linear_velocities")
+                    else (targets.orientation_links)
+                )
+                raise InvalidMeasurementError(f"{label} not finite for links {[links[i] for i in bad]}")
+        if targets.n_orientation:
+            err = orthonormality_error(self.rotations)
+            bad = np.flatnonzero((err > rotation_tolerance) | (np.linalg.det(self.rotations) <= 0))
+            if bad.size:
+                links = [targets.orientation_links[i] for i in bad]
+                raise InvalidMeasurementError(
+                    f"rotations of {links} are not rotation matrices (|R^T R - I| up to {err.max():.2e}, "
+                    f"tolerance {rotation_tolerance:g})"
+                )

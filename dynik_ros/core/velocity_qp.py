@@ -1,0 +1,108 @@
+"""The inverse differential kinematics QP of eq. (10), on OSQP with a sparsity pattern fixed at set-up.
+
+    minimize_nu  1/2 || W (J nu - v*) ||^2 + 1/2 lambda ||nu||^2      (eq. 10a, damped)
+    subject to   l <= C nu <= u                                        (eq. 10b, from eq. 12-13)
+
+``C`` is constant (rows selecting joint velocities plus the coupled-joint rows ``A``), so only the values
+of ``P = J^T W^2 J + lambda I``, of ``q = -J^T W^2 v*`` and of the bounds change from step to step. They are
+written into OSQP in place and the previous solution warm-starts the next solve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import osqp
+import scipy.sparse as sp
+
+# OSQP statuses whose iterate is usable: solved, solved inaccurate, iteration or time limit reached.
+_USABLE = tuple(
+    osqp.constant(name)
+    for name in ("OSQP_SOLVED", "OSQP_SOLVED_INACCURATE", "OSQP_MAX_ITER_REACHED", "OSQP_TIME_LIMIT_REACHED")
+)
+
+
+@dataclass(frozen=True)
+class QPSettings:
+    """OSQP tolerances and the damping ``lambda``; defaults suit real-time tracking at 60-1000 Hz."""
+
+    damping: float = 1e-4
+    eps_abs: float = 1e-5
+    eps_rel: float = 1e-5
+    max_iter: int = 400
+    adaptive_rho: bool = True
+    polishing: bool = False
+
+
+@dataclass
+class QPSolution:
+    nu: np.ndarray
+    status: str
+    iterations: int
+    solved: bool
+
+
+class VelocityQP:
+    """OSQP wrapper for eq. (10) with a fixed pattern for ``P`` (from the Jacobian's structural non-zeros)."""
+
+    def __init__(
+        self,
+        jacobian_pattern: np.ndarray,
+        constraint_matrix: np.ndarray,
+        settings: QPSettings | None = None,
+    ):
+        self.settings = settings or QPSettings()
+        m, n = jacobian_pattern.shape
+        self.n = n
+        pattern = (jacobian_pattern.T.astype(float) @ jacobian_pattern.astype(float)) > 0
+        pattern |= np.eye(n, dtype=bool)
+        upper = sp.csc_matrix(np.triu(pattern).astype(float))
+        upper.sort_indices()
+        # (row, col) of every stored entry of P's upper triangle, in OSQP's CSC order.
+        self._p_rows = upper.indices.copy()
+        self._p_cols = np.repeat(np.arange(n), np.diff(upper.indptr))
+        self._diag = np.zeros(n)
+        self.constraint_matrix = np.asarray(constraint_matrix, dtype=float)
+        c = sp.csc_matrix(self.constraint_matrix)
+        self._solver = osqp.OSQP()
+        self._solver.setup(
+            sp.csc_matrix(
+                ((self._p_rows == self._p_cols).astype(float), upper.indices, upper.indptr), shape=(n, n)
+            ),
+            np.zeros(n),
+            c,
+            -np.ones(c.shape[0]),
+            np.ones(c.shape[0]),
+            verbose=False,
+            warm_starting=True,
+            polishing=self.settings.polishing,
+            eps_abs=self.settings.eps_abs,
+            eps_rel=self.settings.eps_rel,
+            max_iter=self.settings.max_iter,
+            adaptive_rho=self.settings.adaptive_rho,
+        )
+        self._pattern = pattern
+
+    def solve(
+        self,
+        jacobian: np.ndarray,
+        target_velocity: np.ndarray,
+        weights: np.ndarray,
+        lower: np.ndarray,
+        upper: np.ndarray,
+    ) -> QPSolution:
+        """Solve eq. (10) for the current ``J``, ``v*`` (eq. 9) and bounds; ``nu`` and OSQP's status."""
+        weighted = jacobian * (weights**2)[:, None]
+        hessian = jacobian.T @ weighted
+        hessian[np.diag_indices(self.n)] += self.settings.damping
+        gradient = -(weighted.T @ target_velocity)
+        self._solver.update(Px=hessian[self._p_rows, self._p_cols], q=gradient, l=lower, u=upper)
+        result = self._solver.solve()
+        status = str(result.info.status)
+        solved = result.info.status_val in _USABLE and bool(np.all(np.isfinite(result.x)))
+        return QPSolution(result.x if solved else np.zeros(self.n), status, int(result.info.iter), solved)
+
+    def reset_warm_start(self) -> None:
+        """Forget the previous solution (after a jump in the state)."""
+        self._solver.warm_start(x=np.zeros(self.n), y=np.zeros(self.constraint_matrix.shape[0]))
