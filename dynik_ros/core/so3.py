@@ -6,6 +6,8 @@ Python over targets.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -47,9 +49,25 @@ def orthonormality_error(r: np.ndarray) -> np.ndarray:
     return np.abs(gram - np.eye(3)).max(axis=(-1, -2))
 
 
+def determinant(r: np.ndarray) -> np.ndarray:
+    """Determinant of 3x3 matrices ``(..., 3, 3)`` as the triple product of their columns."""
+    c0, c1, c2 = r[..., :, 0], r[..., :, 1], r[..., :, 2]
+    return (
+        c0[..., 0] * (c1[..., 1] * c2[..., 2] - c1[..., 2] * c2[..., 1])
+        - c0[..., 1] * (c1[..., 0] * c2[..., 2] - c1[..., 2] * c2[..., 0])
+        + c0[..., 2] * (c1[..., 0] * c2[..., 1] - c1[..., 1] * c2[..., 0])
+    )
+
+
 def exp_so3(phi: np.ndarray) -> np.ndarray:
     """Rotation matrices ``exp(S(phi))`` (Rodrigues' formula) for rotation vectors ``phi`` ``(..., 3)``."""
     phi = np.asarray(phi, dtype=float)
+    if phi.ndim == 1:  # the per-step base rotation: skip the vectorised branches
+        angle = math.sqrt(phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2])
+        k = skew(phi)
+        if angle < 1e-8:
+            return np.eye(3) + k + 0.5 * (k @ k)
+        return np.eye(3) + (math.sin(angle) / angle) * k + ((1.0 - math.cos(angle)) / angle**2) * (k @ k)
     angle = np.linalg.norm(phi, axis=-1)[..., None, None]
     k = skew(phi)
     small = angle < 1e-8

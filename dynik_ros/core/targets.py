@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dynik_ros.core.so3 import orthonormality_error
+from dynik_ros.core.so3 import determinant, orthonormality_error
 
 Vector3 = tuple[float, float, float]
 
@@ -162,7 +162,7 @@ class Measurements:
                 raise InvalidMeasurementError(f"{label} not finite for links {[links[i] for i in bad]}")
         if targets.n_orientation:
             err = orthonormality_error(self.rotations)
-            bad = np.flatnonzero((err > rotation_tolerance) | (np.linalg.det(self.rotations) <= 0))
+            bad = np.flatnonzero((err > rotation_tolerance) | (determinant(self.rotations) <= 0))
             if bad.size:
                 links = [targets.orientation_links[i] for i in bad]
                 raise InvalidMeasurementError(

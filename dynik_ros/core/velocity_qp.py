@@ -16,6 +16,7 @@ import numpy as np
 import osqp
 import scipy.sparse as sp
 
+_INFTY = float(osqp.constant("OSQP_INFTY"))
 # OSQP statuses whose iterate is usable: solved, solved inaccurate, iteration or time limit reached.
 _USABLE = tuple(
     osqp.constant(name)
@@ -82,7 +83,10 @@ class VelocityQP:
             max_iter=self.settings.max_iter,
             adaptive_rho=self.settings.adaptive_rho,
         )
-        self._pattern = pattern
+        # osqp's Python wrapper rebuilds a namespace of every info field on each solve (tens of
+        # microseconds at our sizes); call the extension solver it wraps when this osqp version exposes it.
+        native = getattr(self._solver, "_solver", None)
+        self._native = native if all(hasattr(native, a) for a in ("update_data_vec", "update_data_mat")) else None
 
     def solve(
         self,
@@ -97,11 +101,18 @@ class VelocityQP:
         hessian = jacobian.T @ weighted
         hessian[np.diag_indices(self.n)] += self.settings.damping
         gradient = -(weighted.T @ target_velocity)
-        self._solver.update(Px=hessian[self._p_rows, self._p_cols], q=gradient, l=lower, u=upper)
-        result = self._solver.solve()
-        status = str(result.info.status)
-        solved = result.info.status_val in _USABLE and bool(np.all(np.isfinite(result.x)))
-        return QPSolution(result.x if solved else np.zeros(self.n), status, int(result.info.iter), solved)
+        native = self._native
+        if native is not None:
+            native.update_data_vec(q=gradient, l=np.maximum(lower, -_INFTY), u=np.minimum(upper, _INFTY))
+            native.update_data_mat(P_x=hessian[self._p_rows, self._p_cols], P_i=None, A_x=None, A_i=None)
+            native.solve()
+            info, x = native.info, native.solution.x
+        else:
+            self._solver.update(Px=hessian[self._p_rows, self._p_cols], q=gradient, l=lower, u=upper)
+            result = self._solver.solve(raise_error=False)
+            info, x = result.info, result.x
+        solved = info.status_val in _USABLE and bool(np.all(np.isfinite(x)))
+        return QPSolution(np.array(x) if solved else np.zeros(self.n), str(info.status), int(info.iter), solved)
 
     def reset_warm_start(self) -> None:
         """Forget the previous solution (after a jump in the state)."""

@@ -15,6 +15,7 @@ import pinocchio as pin
 
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.so3 import exp_so3, rotation_about
+from dynik_ros.core.targets import Measurements, TargetSet
 from dynik_ros.motion.gait import PROGRAMMES, GaitProgramme
 
 SCENARIOS = tuple(PROGRAMMES)
@@ -49,6 +50,23 @@ class Motion:
 
     def __len__(self) -> int:
         return len(self.times)
+
+    def measurements(self, targets: TargetSet) -> list[Measurements]:
+        """One :class:`Measurements` per sample for ``targets`` (links found by each target's ``source``)."""
+        missing = sorted(set(targets.position_links + targets.orientation_links) - set(self.links))
+        if missing:
+            raise ValueError(f"motion '{self.name}' has no links {missing}")
+        pi = [self.links.index(k) for k in targets.position_links]
+        oi = [self.links.index(k) for k in targets.orientation_links]
+        return [
+            Measurements(
+                self.positions[k, pi],
+                self.rotations[k, oi],
+                self.linear_velocities[k, pi],
+                self.angular_velocities[k, oi],
+            )
+            for k in range(len(self.times))
+        ]
 
     def link_sample(self, k: int) -> tuple[dict, dict]:
         """``({link: (p, R)}, {link: (v, omega)})`` at sample ``k``."""

@@ -1,0 +1,1 @@
+"""Command-line tools of dynik_ros."""

@@ -1,0 +1,252 @@
+"""The dynamical IK against ground truth: motions made by forward kinematics of the model itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
+from dynik_ros.core.instantaneous_ik import PairwiseIK, WholeBodyIK
+from dynik_ros.core.metrics import TrackingEvaluator
+from dynik_ros.core.robot_model import LinearJointConstraints, RobotModel
+from dynik_ros.core.so3 import exp_so3, orthonormality_error, rotation_about
+from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measurements, TargetSet
+from dynik_ros.models.assets import human_tracking_targets as human_targets
+from dynik_ros.models.assets import urdf_path
+from dynik_ros.models.human import pelvis_height
+from dynik_ros.motion.synthetic import NoiseSpec, synthesize
+
+
+def track(ik, measurements, dt):
+    out = []
+    for m in measurements:
+        q, v = ik.step(m, dt)
+        out.append((q.copy(), v.copy()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def walking66(human66):
+    from dynik_ros.models.human import XSENS_SEGMENTS, Subject
+
+    height = pelvis_height(Subject())
+    return synthesize(
+        human66, "walking", duration=6.0, rate=60.0, links=list(XSENS_SEGMENTS), standing_height=height
+    )
+
+
+def test_static_pose_convergence_rate_grows_with_gain_and_k0_keeps_the_error(human66):
+    """Figure 8: from the zero configuration to a static pose; no correction (K = 0) leaves the error
+    unchanged, a larger K converges faster."""
+    from dynik_ros.models.human import XSENS_SEGMENTS
+
+    motion = synthesize(
+        human66, "tpose", duration=1.0, rate=100.0, links=list(XSENS_SEGMENTS), standing_height=0.9
+    )
+    errors = {}
+    for gain in (0.0, 2.0, 8.0, 30.0):
+        targets = human_targets(gain)
+        ik = DynamicalIK(human66, targets)
+        first = motion.measurements(targets)[0]
+        static = Measurements(first.positions, first.rotations)  # frozen pose, zero velocities
+        evaluator = TrackingEvaluator(human66, targets)
+        start = evaluator.evaluate(ik.q, ik.v, static).mnte
+        curve = []
+        for _ in range(100):  # one second at 100 Hz
+            q, v = ik.step(static, 0.01)
+            curve.append(evaluator.evaluate(q, v, static).mnte)
+        errors[gain] = (start, np.array(curve))
+    start0, curve0 = errors[0.0]
+    assert start0 > 1e-3
+    np.testing.assert_allclose(curve0, start0, rtol=1e-12)
+    at_half_second = [errors[g][1][49] for g in (2.0, 8.0, 30.0)]
+    assert at_half_second[0] > at_half_second[1] > at_half_second[2]
+    assert errors[30.0][1][-1] < 1e-8
+    assert np.all(np.diff(errors[8.0][1]) <= 1e-12), (
+        "the error must decrease monotonically for a moderate gain"
+    )
+
+
+def test_walking_is_tracked_without_lag_and_recovers_the_true_joint_angles(human66, walking66):
+    targets = human_targets()
+    ik = DynamicalIK(human66, targets)
+    evaluator = TrackingEvaluator(human66, targets)
+    measurements = walking66.measurements(targets)
+    ik.reset(walking66.q[0] + np.concatenate((np.zeros(7), 0.05 * np.ones(66))))  # a wrong start
+    results = track(ik, measurements, 1.0 / 60.0)
+    after = slice(120, None)  # discard a 2 s transient as the paper does
+    errs = [
+        evaluator.evaluate(q, v, m) for (q, v), m in zip(results[after], measurements[after], strict=True)
+    ]
+    assert max(e.mnte for e in errs) < 1e-4
+    assert max(e.angular_velocity_rmse for e in errs) < 0.05
+    assert max(e.position_rmse for e in errs) < 1e-3
+    joint_error = np.abs(np.array([q[7:] for q, _ in results[after]]) - walking66.q[after, 7:]).max()
+    assert joint_error < 0.02
+
+
+def test_noisy_running_stays_finite_and_bounded(human66):
+    from dynik_ros.models.human import XSENS_SEGMENTS
+
+    motion = synthesize(
+        human66,
+        "running",
+        duration=4.0,
+        rate=240.0,
+        links=list(XSENS_SEGMENTS),
+        standing_height=0.9,
+        noise=NoiseSpec(orientation=0.01, angular_velocity=0.1, position=0.005, orientation_bias=0.02),
+        seed=3,
+    )
+    targets = human_targets()
+    ik = DynamicalIK(human66, targets)
+    evaluator = TrackingEvaluator(human66, targets)
+    measurements = motion.measurements(targets)
+    results = track(ik, measurements, 1.0 / 240.0)
+    assert all(np.all(np.isfinite(q)) and np.all(np.isfinite(v)) for q, v in results)
+    mnte = np.mean(
+        [evaluator.evaluate(*r, m).mnte for r, m in zip(results[480:], measurements[480:], strict=True)]
+    )
+    assert mnte < 2e-3  # noise of 0.01 rad plus 0.02 rad bias: tr error ~ (angle^2)/2 ~ 3e-4
+
+
+def test_joint_limits_hold_while_targets_push_beyond(human48, human66):
+    """Targets from Human66 running (large ranges) drive Human48 with anatomical limits."""
+    from dynik_ros.models.human import XSENS_SEGMENTS
+
+    motion = synthesize(
+        human66, "running", duration=3.0, rate=120.0, links=list(XSENS_SEGMENTS), standing_height=0.9
+    )
+    exaggerated = motion.rotations.copy()
+    # rotate each forearm/lower leg further than any human joint allows
+    for link in ("RightLowerLeg", "LeftLowerLeg", "RightForeArm", "LeftForeArm"):
+        i = motion.links.index(link)
+        exaggerated[:, i] = exaggerated[:, i] @ exp_so3(np.array([0.0, 2.5, 0.0]))
+    motion.rotations = exaggerated
+    targets = human_targets()
+    ik = DynamicalIK(human48, targets)
+    lowest, highest = np.inf, -np.inf
+    for m in motion.measurements(targets):
+        ik.step(m, 1.0 / 120.0)
+        lowest = min(lowest, float(np.min(ik.joint_positions - human48.lower)))
+        highest = max(highest, float(np.max(ik.joint_positions - human48.upper)))
+    assert lowest >= -1e-9 and highest <= 1e-9
+    # the limits were actually reached (the targets did push)
+    assert min(abs(lowest), abs(highest)) < 1e-3
+
+
+def test_linear_joint_constraints_are_respected(human66):
+    robot = RobotModel.from_urdf_file(
+        urdf_path("human66"),
+        constraints=LinearJointConstraints(
+            ("jRightShoulder_rotx", "jRightShoulder_rotz"), np.array([[1.0, 1.0], [-1.0, 1.0]]), [0.4, 0.6]
+        ),
+    )
+    # the shoulder link is held, so only the shoulder joint can turn the upper arm
+    targets = TargetSet(
+        [FrameTarget("Pelvis", position=True), FrameTarget("RightShoulder"), FrameTarget("RightUpperArm")]
+    )
+    ik = DynamicalIK(robot, targets)
+    # the shoulder's x-y-z angles (0.6, 0, 0.6) would violate x + z <= 0.4
+    upper_arm = rotation_about("x", 0.6) @ rotation_about("z", 0.6)
+    goal = Measurements(np.zeros((1, 3)), np.array([np.eye(3), np.eye(3), upper_arm]))
+    a = robot.constraints.A
+    worst = -np.inf
+    for _ in range(400):
+        ik.step(goal, 0.01)
+        worst = max(worst, float(np.max(a @ ik.joint_positions - robot.constraints.b)))
+    assert worst <= 1e-6
+    assert worst > -1e-3, "the target lies outside the polytope, so a constraint must be active"
+
+
+def test_target_rotated_by_pi_converges_thanks_to_noise(human66):
+    targets = TargetSet([FrameTarget("Pelvis", orientation=True, orientation_gain=10.0)])
+    ik = DynamicalIK(human66, targets)
+    flipped = exp_so3(np.array([0.0, 0.0, np.pi])) @ exp_so3(np.array([1e-6, -1e-6, 1e-6]))
+    m = Measurements(np.zeros((0, 3)), flipped[None])
+    for _ in range(600):
+        ik.step(m, 0.01)
+    assert np.abs(ik.base_rotation - flipped).max() < 1e-6
+
+
+def test_bad_input_is_rejected_without_touching_the_state(human66, walking66):
+    targets = human_targets()
+    ik = DynamicalIK(human66, targets)
+    good = walking66.measurements(targets)[0]
+    ik.step(good, 1 / 60)
+    before = (ik.q.copy(), ik.v.copy())
+
+    def unchanged():
+        np.testing.assert_array_equal(ik.q, before[0])
+        np.testing.assert_array_equal(ik.v, before[1])
+
+    nan = Measurements(good.positions, good.rotations.copy(), good.linear_velocities, good.angular_velocities)
+    nan.rotations[3, 0, 0] = np.nan
+    with pytest.raises(InvalidMeasurementError, match="not finite.*T12"):
+        ik.step(nan, 1 / 60)
+    unchanged()
+    skewed = Measurements(good.positions, good.rotations.copy())
+    skewed.rotations[5] *= 1.1
+    with pytest.raises(InvalidMeasurementError, match="not rotation matrices"):
+        ik.step(skewed, 1 / 60)
+    unchanged()
+    mirrored = Measurements(good.positions, good.rotations.copy())
+    mirrored.rotations[0] = -mirrored.rotations[0]
+    with pytest.raises(InvalidMeasurementError, match="Pelvis"):
+        ik.step(mirrored, 1 / 60)
+    unchanged()
+    with pytest.raises(InvalidMeasurementError, match="shape"):
+        ik.step(Measurements(good.positions, good.rotations[:-1]), 1 / 60)
+    for dt in (0.0, -0.01, np.nan, np.inf):
+        with pytest.raises(ValueError, match="dt"):
+            ik.step(good, dt)
+        unchanged()
+    with pytest.raises(InvalidMeasurementError, match="lacks links"):
+        targets.measurements_from_links({"Pelvis": (np.zeros(3), np.eye(3))})
+    with pytest.raises(KeyError, match="RightForeArm"):
+        DynamicalIK(human66, [FrameTarget("RightForearm")])
+    q_after, _ = ik.step(good, 1 / 60)  # still works
+    assert np.all(np.isfinite(q_after))
+
+
+def test_variable_and_large_dt_stay_stable(human66, walking66):
+    """Remark 2: jittered and occasionally huge steps (dropped samples) do not destabilise the loop."""
+    targets = human_targets(gain=40.0)
+    ik = DynamicalIK(human66, targets)
+    evaluator = TrackingEvaluator(human66, targets)
+    rng = np.random.default_rng(7)
+    measurements = walking66.measurements(targets)
+    ik.reset(walking66.q[0])
+    last = 0.0
+    for k in range(0, len(measurements), 1):
+        t = walking66.times[k]
+        dt = t - last if k else 1 / 60
+        if k % 50 == 0 and k:
+            dt *= 10  # a burst of losses: the solver sees ten times the nominal step
+        dt *= 1.0 + 0.2 * rng.uniform(-1, 1)
+        last = t
+        q, v = ik.step(measurements[k], dt)
+    assert evaluator.evaluate(q, v, measurements[-1]).mnte < 1e-3
+    assert orthonormality_error(ik.base_rotation) < 1e-9
+
+
+def test_whole_body_and_pairwise_baselines_solve_a_static_pose(human66, walking66):
+    targets = human_targets()
+    m = walking66.measurements(targets)[30]
+    truth = walking66.q[30]
+    for solver in (
+        WholeBodyIK(human66, targets, tolerance=1e-8),
+        PairwiseIK(human66, targets, tolerance=1e-10),
+    ):
+        q, _ = solver.step(m, 1 / 60)
+        assert solver.info.converged
+        err = pin.difference(human66.model, q, truth)
+        assert np.abs(err).max() < 1e-5, type(solver).__name__
+
+
+def test_config_is_validated():
+    with pytest.raises(ValueError, match="rotation_integration"):
+        DynamicalIKConfig(rotation_integration="rk4")
+    with pytest.raises(ValueError, match="limit_gain"):
+        DynamicalIKConfig(limit_gain=-1.0)
