@@ -20,7 +20,7 @@ from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.targets import TargetSet
 from dynik_ros.motion.synthetic import Motion
 
-METHODS = ("dynamical", "whole-body", "pair-wise")
+METHODS = ("dynamical", "whole-body", "whole-body-nlp", "pair-wise")
 
 
 @dataclass
@@ -46,6 +46,10 @@ def make_solver(method: str, robot: RobotModel, targets: TargetSet, q0: np.ndarr
         return DynamicalIK(robot, targets, q0=q0)
     if method == "whole-body":
         return WholeBodyIK(robot, targets, tolerance=1e-4, max_iterations=30, q0=q0)
+    if method == "whole-body-nlp":
+        from dynik_ros.bench.nlp_ik import NlpWholeBodyIK
+
+        return NlpWholeBodyIK(robot, targets, q0=q0)
     if method == "pair-wise":
         return PairwiseIK(robot, targets, tolerance=1e-4, max_iterations=30, q0=q0)
     raise ValueError(f"unknown method '{method}', expected one of {METHODS}")
@@ -97,7 +101,7 @@ def format_table(rows: Sequence[Row]) -> str:
     """Plain-text table; the ratio columns divide by the dynamical IK of the same model and scenario."""
     reference = {(r.model, r.scenario): r for r in rows if r.method == "dynamical"}
     header = (
-        f"{'model':<9}{'scenario':<9}{'method':<11}{'mean ms':>8}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}"
+        f"{'model':<9}{'scenario':<9}{'method':<15}{'mean ms':>8}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}"
         f"{'MNTE':>10}{'RMSE':>9}{'viol':>6}{'x mean':>8}{'x p99':>8}"
     )
     lines = [header, "-" * len(header)]
@@ -107,7 +111,7 @@ def format_table(rows: Sequence[Row]) -> str:
         ratio_mean = s["mean"] / ref.stats["mean"] if ref else float("nan")
         ratio_p99 = s["p99"] / ref.stats["p99"] if ref else float("nan")
         lines.append(
-            f"{r.model:<9}{r.scenario:<9}{r.method:<11}{s['mean']:>8.3f}{s['p50']:>8.3f}{s['p99']:>8.3f}"
+            f"{r.model:<9}{r.scenario:<9}{r.method:<15}{s['mean']:>8.3f}{s['p50']:>8.3f}{s['p99']:>8.3f}"
             f"{s['max']:>8.2f}{r.mnte:>10.2e}{r.rmse:>9.2e}{r.violations:>6d}{ratio_mean:>8.1f}{ratio_p99:>8.1f}"
         )
     return "\n".join(lines)

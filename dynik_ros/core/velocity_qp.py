@@ -86,7 +86,9 @@ class VelocityQP:
         # osqp's Python wrapper rebuilds a namespace of every info field on each solve (tens of
         # microseconds at our sizes); call the extension solver it wraps when this osqp version exposes it.
         native = getattr(self._solver, "_solver", None)
-        self._native = native if all(hasattr(native, a) for a in ("update_data_vec", "update_data_mat")) else None
+        self._native = (
+            native if all(hasattr(native, a) for a in ("update_data_vec", "update_data_mat")) else None
+        )
 
     def solve(
         self,
@@ -112,7 +114,9 @@ class VelocityQP:
             result = self._solver.solve(raise_error=False)
             info, x = result.info, result.x
         solved = info.status_val in _USABLE and bool(np.all(np.isfinite(x)))
-        return QPSolution(np.array(x) if solved else np.zeros(self.n), str(info.status), int(info.iter), solved)
+        return QPSolution(
+            np.array(x) if solved else np.zeros(self.n), str(info.status), int(info.iter), solved
+        )
 
     def reset_warm_start(self) -> None:
         """Forget the previous solution (after a jump in the state)."""
