@@ -297,20 +297,22 @@ def test_pip_installed_launcher_runs_the_venv_python(wheel, tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
-    launcher = env_dir / "lib" / PACKAGE / "ik_node"
+    name, module, func = _parse_entry(_console_scripts()[0])
+    launcher = env_dir / "lib" / PACKAGE / name
     assert launcher.is_file() and os.access(launcher, os.X_OK), launcher
     assert (env_dir / "share/ament_index/resource_index/packages" / PACKAGE).is_file()
 
     # Stand-in for the node module (first on PYTHONPATH): reports what the launcher ran.
     probe = tmp_path / "probe"
-    (probe / PACKAGE / "nodes").mkdir(parents=True)
-    (probe / PACKAGE / "__init__.py").write_text("")
-    (probe / PACKAGE / "nodes" / "__init__.py").write_text("")
-    (probe / PACKAGE / "nodes" / "ik_node.py").write_text(
+    *packages, leaf = module.split(".")
+    for depth in range(1, len(packages) + 1):
+        (probe.joinpath(*packages[:depth])).mkdir(parents=True, exist_ok=True)
+        (probe.joinpath(*packages[:depth]) / "__init__.py").write_text("")
+    (probe.joinpath(*packages) / f"{leaf}.py").write_text(
         textwrap.dedent(
-            """
+            f"""
             import os, sys
-            def main():
+            def {func}():
                 print(sys.prefix)
                 print(" ".join(sys.argv[1:]))
                 print(os.environ.get("AMENT_PREFIX_PATH", ""))
