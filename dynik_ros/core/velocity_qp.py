@@ -6,6 +6,11 @@
 ``C`` is constant (rows selecting joint velocities plus the coupled-joint rows ``A``), so only the values
 of ``P = J^T W^2 J + lambda I``, of ``q = -J^T W^2 v*`` and of the bounds change from step to step. They are
 written into OSQP in place and the previous solution warm-starts the next solve.
+
+Shortcut (``QPSettings.inactive_shortcut``): the unconstrained minimiser of eq. (10a) comes from one
+Cholesky solve of ``P``. When it satisfies every row of eq. (10b) it *is* the QP's solution (no constraint
+active), and OSQP is not called; otherwise OSQP solves the QP, warm-started from the last solution. The
+status says which path was taken.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import osqp
 import scipy.sparse as sp
+from scipy.linalg import cho_factor, cho_solve
 
 _INFTY = float(osqp.constant("OSQP_INFTY"))
 # OSQP statuses whose iterate is usable: solved, solved inaccurate, iteration or time limit reached.
@@ -34,6 +40,8 @@ class QPSettings:
     max_iter: int = 400
     adaptive_rho: bool = True
     polishing: bool = False
+    inactive_shortcut: bool = True
+    shortcut_tolerance: float = 1e-9
 
 
 @dataclass
@@ -86,6 +94,7 @@ class VelocityQP:
         # osqp's Python wrapper rebuilds a namespace of every info field on each solve (tens of
         # microseconds at our sizes); call the extension solver it wraps when this osqp version exposes it.
         native = getattr(self._solver, "_solver", None)
+        self._last_shortcut: np.ndarray | None = None
         self._native = (
             native if all(hasattr(native, a) for a in ("update_data_vec", "update_data_mat")) else None
         )
@@ -103,7 +112,18 @@ class VelocityQP:
         hessian = jacobian.T @ weighted
         hessian[np.diag_indices(self.n)] += self.settings.damping
         gradient = -(weighted.T @ target_velocity)
+        if self.settings.inactive_shortcut:
+            x = self._unconstrained(hessian, gradient)
+            if x is not None:
+                rows = self.constraint_matrix @ x
+                tol = self.settings.shortcut_tolerance
+                if np.all(rows >= lower - tol) and np.all(rows <= upper + tol):
+                    self._last_shortcut = x
+                    return QPSolution(x, "solved (no active constraint)", 0, True)
         native = self._native
+        if self._last_shortcut is not None:
+            self._solver.warm_start(x=self._last_shortcut)
+            self._last_shortcut = None
         if native is not None:
             native.update_data_vec(q=gradient, l=np.maximum(lower, -_INFTY), u=np.minimum(upper, _INFTY))
             native.update_data_mat(P_x=hessian[self._p_rows, self._p_cols], P_i=None, A_x=None, A_i=None)
@@ -117,6 +137,16 @@ class VelocityQP:
         return QPSolution(
             np.array(x) if solved else np.zeros(self.n), str(info.status), int(info.iter), solved
         )
+
+    @staticmethod
+    def _unconstrained(hessian: np.ndarray, gradient: np.ndarray) -> np.ndarray | None:
+        """Minimiser of ``1/2 x^T P x + g^T x`` by Cholesky; ``None`` if ``P`` is not positive definite."""
+        try:
+            factor = cho_factor(hessian, lower=False, check_finite=False)
+        except np.linalg.LinAlgError:
+            return None
+        x = cho_solve(factor, -gradient, check_finite=False)
+        return x if np.all(np.isfinite(x)) else None
 
     def reset_warm_start(self) -> None:
         """Forget the previous solution (after a jump in the state)."""
