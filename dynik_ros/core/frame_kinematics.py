@@ -58,8 +58,16 @@ class FrameKinematics:
         return pat
 
     def update(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Run the kinematics at ``q``; return positions ``(n_p, 3)`` and rotations ``(n_o, 3, 3)``."""
+        """Kinematics and Jacobians at ``q``; positions ``(n_p, 3)`` and rotations ``(n_o, 3, 3)``."""
         pin.computeJointJacobians(self.model, self.data, q)
+        return self._frame_poses()
+
+    def poses(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Forward kinematics ``h(q)`` only (no Jacobian); same outputs as :meth:`update`."""
+        pin.forwardKinematics(self.model, self.data, q)
+        return self._frame_poses()
+
+    def _frame_poses(self) -> tuple[np.ndarray, np.ndarray]:
         pin.updateFramePlacements(self.model, self.data)
         omf = self.data.oMf
         poses = np.array([omf[i].homogeneous for i in self._all_ids])
