@@ -271,3 +271,15 @@ def test_departures_from_the_paper_lower_the_tracking_error(human66, walking66):
     ours_10 = settled_mnte(None, 10.0)
     assert paper_30 > 0.7 * paper_10, "a lead of v*dt does not shrink with K"
     assert ours_10 < paper_10 / 1000.0
+
+
+def test_pairwise_handles_rigidly_attached_targets(human48):
+    """Human48's toes are fixed to the feet: that pair has no joint to solve and must be skipped."""
+    from dynik_ros.models.human import XSENS_SEGMENTS
+
+    motion = synthesize(human48, "walking", duration=0.5, rate=60.0, links=list(XSENS_SEGMENTS))
+    targets = human_targets()
+    solver = PairwiseIK(human48, targets, tolerance=1e-10)
+    q, _ = solver.step(motion.measurements(targets)[10], 1 / 60)
+    assert solver.info.converged
+    assert np.abs(pin.difference(human48.model, q, motion.q[10])).max() < 1e-5

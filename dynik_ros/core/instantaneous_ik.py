@@ -128,6 +128,8 @@ class PairwiseIK:
             ancestors = [g for g in frames if g != child and joints_of[g] < joints_of[child]]
             parent = max(ancestors, key=lambda g: len(joints_of[g]))
             free = sorted(joints_of[child] - joints_of[parent])
+            if not free:  # rigidly attached (e.g. Human48's toe): nothing to solve for this pair
+                continue
             lock = [j for j in range(1, model.njoints) if j not in free]
             reduced = pin.buildReducedModel(model, lock, self.q)
             columns = [model.joints[j].idx_q - offset for j in free]
