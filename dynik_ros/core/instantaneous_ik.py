@@ -123,13 +123,11 @@ class PairwiseIK:
         self._pairs: list[_Pair] = []
         offset = 7 if robot.floating_base else 0
         for child_index, child in enumerate(frames):
-            if child == self.root:
-                continue
+            if child == self.root or any(joints_of[g] == joints_of[child] for g in frames[:child_index]):
+                continue  # the root, or rigidly attached to an earlier target (nothing to solve)
             ancestors = [g for g in frames if g != child and joints_of[g] < joints_of[child]]
             parent = max(ancestors, key=lambda g: len(joints_of[g]))
             free = sorted(joints_of[child] - joints_of[parent])
-            if not free:  # rigidly attached (e.g. Human48's toe): nothing to solve for this pair
-                continue
             lock = [j for j in range(1, model.njoints) if j not in free]
             reduced = pin.buildReducedModel(model, lock, self.q)
             columns = [model.joints[j].idx_q - offset for j in free]
@@ -198,7 +196,8 @@ class _Pair:
             residual = orientation_residual_world(child_rot, parent_rot @ goal)
             if np.abs(residual).max() < tolerance:
                 return x, iteration, True
-            jac = pin.getFrameJacobian(self.model, self.data, self.child_id, lwa)[3:]
+            # (eigenpy hands a 6 x 1 Jacobian back as a vector: keep it two-dimensional)
+            jac = pin.getFrameJacobian(self.model, self.data, self.child_id, lwa).reshape(6, -1)[3:]
             step = np.linalg.solve(jac.T @ jac + damping * np.eye(x.size), jac.T @ residual)
             x = np.clip(x + step, lower, upper)
         return x, max_iterations, False
