@@ -151,3 +151,21 @@ def test_project_to_so3():
     rng = np.random.default_rng(5)
     m = exp_so3(rng.normal(size=3)) + 0.01 * rng.normal(size=(3, 3))
     assert orthonormality_error(project_to_so3(m)) < 1e-12
+
+
+def test_quaternion_conversion_matches_pinocchio_including_near_pi():
+    from dynik_ros.core.quaternion import quaternion_from_rotation, rotation_from_quaternion
+
+    rng = np.random.default_rng(6)
+    phis = rng.normal(size=(200, 3))
+    phis[:50] *= (np.pi - 1e-9) / np.linalg.norm(phis[:50], axis=1, keepdims=True)  # near 180 degrees
+    rots = exp_so3(phis)
+    stacked = quaternion_from_rotation(rots)
+    for r, q in zip(rots, stacked, strict=True):
+        single = quaternion_from_rotation(r)
+        np.testing.assert_allclose(single, q, atol=1e-12)
+        assert q[3] >= 0.0
+        np.testing.assert_allclose(pin.Quaternion(q).toRotationMatrix(), r, atol=1e-9)
+    np.testing.assert_allclose(rotation_from_quaternion(stacked), rots, atol=1e-9)
+    with pytest.raises(ValueError, match="non-finite"):
+        quaternion_from_rotation(np.full((3, 3), np.nan))

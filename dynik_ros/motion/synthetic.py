@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from dynik_ros.core.quaternion import quaternion_from_rotation
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.so3 import exp_so3, rotation_about
 from dynik_ros.core.targets import Measurements, TargetSet
@@ -125,7 +126,7 @@ def joint_trajectory(
                 [roll_rate[k], 0, 0]
             )
             q[k, :3] = position
-            q[k, 3:7] = pin.Quaternion(rot).coeffs()
+            q[k, 3:7] = quaternion_from_rotation(rot)
             v[k, :3], v[k, 3:6] = rot.T @ velocity, rot.T @ omega
     return q, v
 

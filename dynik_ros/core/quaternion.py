@@ -1,0 +1,114 @@
+"""Unit quaternions <-> rotation matrices in the component order of ROS messages: ``(x, y, z, w)``.
+
+``geometry_msgs/Quaternion`` stores ``x, y, z, w``; pinocchio's ``Quaternion.coeffs()`` uses the same
+order, Eigen's constructor and ``scipy``'s ``as_quat(scalar_first=True)`` do not. All functions take
+stacks: quaternions ``(..., 4)`` and rotation matrices ``(..., 3, 3)``, so callers never loop over links
+in Python. Pure numpy, no ROS imports.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["quaternion_from_rotation", "rotation_from_quaternion", "normalize_quaternion"]
+
+
+def normalize_quaternion(q: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
+    """``q / |q|`` for ``(..., 4)`` quaternions.
+
+    Raises:
+        ValueError: a quaternion is not finite or its norm is below ``tolerance`` (no rotation is defined).
+    """
+    q = np.asarray(q, dtype=float)
+    if q.shape[-1:] != (4,):
+        raise ValueError(f"quaternions must have shape (..., 4), got {q.shape}")
+    norm = np.linalg.norm(q, axis=-1, keepdims=True)
+    if not np.all(np.isfinite(q)):
+        raise ValueError("quaternion has non-finite components")
+    if np.any(norm < tolerance):
+        raise ValueError(f"quaternion norm below {tolerance}: no rotation is defined")
+    return q / norm
+
+
+def rotation_from_quaternion(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices ``(..., 3, 3)`` of quaternions ``(..., 4)`` in ``(x, y, z, w)`` order.
+
+    The input is normalized first (messages from other tools are not always exactly unit length); ``q`` and
+    ``-q`` give the same matrix.
+    """
+    x, y, z, w = np.moveaxis(normalize_quaternion(q), -1, 0)
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    rows = (
+        (1.0 - 2.0 * (yy + zz), 2.0 * (xy - wz), 2.0 * (xz + wy)),
+        (2.0 * (xy + wz), 1.0 - 2.0 * (xx + zz), 2.0 * (yz - wx)),
+        (2.0 * (xz - wy), 2.0 * (yz + wx), 1.0 - 2.0 * (xx + yy)),
+    )
+    return np.stack([np.stack(row, axis=-1) for row in rows], axis=-2)
+
+
+def quaternion_from_rotation(r: np.ndarray) -> np.ndarray:
+    """Unit quaternions ``(..., 4)`` in ``(x, y, z, w)`` order of rotation matrices ``(..., 3, 3)``.
+
+    Shepperd's method: per matrix, the largest of ``w, x, y, z`` is computed from the diagonal and the
+    others from off-diagonal sums, which keeps full precision near 180 degree rotations. The sign is
+    canonical, ``w >= 0`` (``q`` and ``-q`` are the same rotation), so the output is deterministic.
+    The input is assumed to be a rotation matrix (orthonormal, det +1); it is not re-orthonormalized.
+    """
+    r = np.asarray(r, dtype=float)
+    if r.shape == (3, 3):
+        return _quaternion_of_one(r)
+    if r.shape[-2:] != (3, 3):
+        raise ValueError(f"rotation matrices must have shape (..., 3, 3), got {r.shape}")
+    if not np.all(np.isfinite(r)):
+        raise ValueError("rotation matrix has non-finite entries")
+    shape = r.shape[:-2]
+    m = r.reshape(-1, 3, 3)
+    m00, m11, m22 = m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]
+    # 4 * component^2 for w, x, y, z
+    squares = np.stack(
+        (1.0 + m00 + m11 + m22, 1.0 + m00 - m11 - m22, 1.0 - m00 + m11 - m22, 1.0 - m00 - m11 + m22),
+        axis=-1,
+    )
+    case = np.argmax(squares, axis=-1)
+    s = 2.0 * np.sqrt(np.maximum(squares[np.arange(len(m)), case], 1e-300))  # 4 * largest component
+    d21, d02, d10 = m[:, 2, 1] - m[:, 1, 2], m[:, 0, 2] - m[:, 2, 0], m[:, 1, 0] - m[:, 0, 1]
+    s01, s02, s12 = m[:, 0, 1] + m[:, 1, 0], m[:, 0, 2] + m[:, 2, 0], m[:, 1, 2] + m[:, 2, 1]
+    # columns x, y, z, w for each case (largest component w, x, y, z respectively)
+    candidates = np.stack(
+        (
+            np.stack((d21, d02, d10, 0.25 * s * s), axis=-1),
+            np.stack((0.25 * s * s, s01, s02, d21), axis=-1),
+            np.stack((s01, 0.25 * s * s, s12, d02), axis=-1),
+            np.stack((s02, s12, 0.25 * s * s, d10), axis=-1),
+        ),
+        axis=1,
+    )
+    q = candidates[np.arange(len(m)), case] / s[:, None]
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    q *= np.where(q[:, 3:] < 0.0, -1.0, 1.0)
+    return q.reshape(shape + (4,))
+
+
+def _quaternion_of_one(m: np.ndarray) -> np.ndarray:
+    """:func:`quaternion_from_rotation` for a single matrix, in scalar arithmetic (the solver's per-step
+    base orientation; the vectorised path costs tens of microseconds for one matrix)."""
+    (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = m.tolist()
+    if not all(math.isfinite(v) for v in (m00, m01, m02, m10, m11, m12, m20, m21, m22)):
+        raise ValueError("rotation matrix has non-finite entries")
+    squares = (1.0 + m00 + m11 + m22, 1.0 + m00 - m11 - m22, 1.0 - m00 + m11 - m22, 1.0 - m00 - m11 + m22)
+    case = max(range(4), key=squares.__getitem__)
+    s = 2.0 * math.sqrt(max(squares[case], 1e-300))
+    if case == 0:
+        x, y, z, w = (m21 - m12) / s, (m02 - m20) / s, (m10 - m01) / s, 0.25 * s
+    elif case == 1:
+        x, y, z, w = 0.25 * s, (m01 + m10) / s, (m02 + m20) / s, (m21 - m12) / s
+    elif case == 2:
+        x, y, z, w = (m01 + m10) / s, 0.25 * s, (m12 + m21) / s, (m02 - m20) / s
+    else:
+        x, y, z, w = (m02 + m20) / s, (m12 + m21) / s, 0.25 * s, (m10 - m01) / s
+    norm = math.sqrt(x * x + y * y + z * z + w * w) * (-1.0 if w < 0.0 else 1.0)
+    return np.array((x / norm, y / norm, z / norm, w / norm))
