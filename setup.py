@@ -36,6 +36,7 @@ CONSOLE_SCRIPTS = [
     "dynik-demo = dynik_ros.cli.demo:main",
     "dynik-bench = dynik_ros.bench.cli:main",
     "dynik-human-urdf = dynik_ros.models.human:main",
+    "dynik-retarget = dynik_ros.cli.retarget:main",
 ]
 
 # Directories installed verbatim (recursively) into share/dynik_ros/<same dir>.

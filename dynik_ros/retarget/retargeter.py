@@ -1,0 +1,403 @@
+"""The :class:`Retargeter`: human link poses and twists in, robot :class:`Measurements` out.
+
+It is the one object the ROS ik node and ``dynik-retarget`` share. Per sample it applies, in order:
+
+1. world yaw alignment, fixed at the first sample (:func:`.calibration.yaw_alignment`): human data is
+   turned about world z and shifted so that its heading and root position start on the robot's;
+2. rotation offsets: orientation target of robot frame ``j`` = ``R_human_link R_off`` (eq. 2), angular
+   velocity target = the human link's world angular velocity (offsets are constant);
+3. position scaling (root height ratio, limb ratios) with velocity feed-forward (:mod:`.scaling`);
+4. foot contact: held, grounded foot targets while the human foot is in contact.
+
+The dynamical IK (:meth:`make_ik`) then tracks these targets on the robot model (eq. 9-14).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
+from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measurements, TargetSet
+from dynik_ros.retarget.calibration import Calibration, calibrate, check_calibration, yaw_alignment
+from dynik_ros.retarget.registry import RobotSpec, load_robot
+from dynik_ros.retarget.scaling import FootContact, PositionScaling
+
+Pose = tuple[np.ndarray, np.ndarray]
+Twist = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass
+class Alignment:
+    """World alignment fixed at the first sample: ``p' = A (p - o_human)`` (horizontal shift only), then
+    the robot root starts at ``o_robot``."""
+
+    rotation: np.ndarray
+    human_origin: np.ndarray  # (2,)
+    robot_origin: np.ndarray  # (2,)
+
+    @property
+    def yaw(self) -> float:
+        return float(np.arctan2(self.rotation[1, 0], self.rotation[0, 0]))
+
+
+@dataclass
+class RetargetResult:
+    """Output of :meth:`Retargeter.run`: the robot trajectory and per-sample diagnostics."""
+
+    times: np.ndarray  # (N,)
+    q: np.ndarray  # (N, nq) pinocchio layout
+    v: np.ndarray  # (N, nv) pinocchio tangent layout
+    nu: np.ndarray  # (N, nv) mixed velocity: base linear/angular (world), joint rates
+    solve_time: np.ndarray  # (N,) seconds per IK step
+    solved: np.ndarray  # (N,) OSQP returned a usable solution
+    contacts: np.ndarray  # (N, n_feet) index of the sole point in contact, -1 without contact
+    mnte: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (N,) eq. (15)
+    angular_velocity_rmse: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (N,) eq. (16)
+    position_rmse: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (N,)
+    orientation_error: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (N, n_o) rad
+    foot_positions: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))  # (N, n_feet, 3) achieved
+    contact_points: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))  # achieved, NaN if none
+
+
+class Retargeter:
+    """Human-to-robot retargeting for one robot map; see the module docstring.
+
+    Attributes: ``robot`` (:class:`RobotModel`), ``targets`` (:class:`TargetSet`), ``spec``
+    (:class:`RobotSpec`), ``config``, ``calibration``, ``links`` (the human links it reads).
+    """
+
+    def __init__(self, spec: RobotSpec, calibration: Calibration | None = None):
+        self.spec = spec
+        self.config = spec.config
+        self.robot = spec.robot
+        self.targets = TargetSet(
+            [
+                FrameTarget(
+                    frame=t.frame,
+                    link=t.link,
+                    position=t.position,
+                    orientation=t.orientation,
+                    position_gain=t.position_gain,
+                    orientation_gain=t.orientation_gain,
+                    position_weight=t.position_weight,
+                    orientation_weight=t.orientation_weight,
+                )
+                for t in self.config.targets
+            ]
+        )
+        links = [self.config.root.link] + [t.link for t in self.config.targets]
+        links += [t.anchor.link for t in self.config.targets if t.anchor is not None]
+        links += [f.link for f in self.config.feet] + [f.toe for f in self.config.feet if f.toe]
+        self.links: list[str] = list(dict.fromkeys(links))
+        self._q0 = spec.initial_configuration()
+        if calibration is None:
+            if self.config.calibration_file is not None:
+                calibration = Calibration.load(self.config.calibration_file)
+            else:
+                calibration = calibrate(spec)
+        self.set_calibration(calibration)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_config(
+        cls, name_or_path: str | Path, calibration: Calibration | str | Path | None = None
+    ) -> Retargeter:
+        """Load a robot by name or YAML path (:func:`.registry.load_robot`); ``calibration`` may be a
+        :class:`Calibration` or a calibration YAML file (default: the map's, else auto from the model)."""
+        if isinstance(calibration, (str, Path)):
+            calibration = Calibration.load(calibration)
+        return cls(load_robot(name_or_path), calibration)
+
+    def set_calibration(self, calibration: Calibration) -> None:
+        """Use ``calibration`` from now on (and :meth:`reset`)."""
+        check_calibration(self.spec, calibration)
+        self.calibration = calibration
+        config = self.config
+        index = {name: i for i, name in enumerate(self.links)}
+        self._root = index[config.root.link]
+        by_frame = {t.frame: t for t in config.targets}
+        pos_specs = [by_frame[t.frame] for t in self.targets.position_targets]
+        ori_specs = [by_frame[t.frame] for t in self.targets.orientation_targets]
+        self._ori_links = np.array([index[t.link] for t in ori_specs], dtype=int)
+        self._ori_offsets = np.array([calibration.offsets[t.frame] for t in ori_specs]).reshape(-1, 3, 3)
+        self._root_offset = calibration.offsets[config.root.frame]
+        self.scaling = PositionScaling(self.links, config.root.link, pos_specs, calibration)
+        pos_rows = {t.frame: i for i, t in enumerate(pos_specs)}
+        self._foot_links = np.array([index[f.link] for f in config.feet], dtype=int)
+        self._foot_offsets = np.array([calibration.offsets[f.frame] for f in config.feet]).reshape(-1, 3, 3)
+        self.contact = FootContact(
+            config.feet, config.contact, calibration, self.links, [pos_rows[f.frame] for f in config.feet]
+        )
+        self.reset()
+
+    def calibrate(
+        self, poses: Mapping[str, Pose] | None = None, ground_height: float | None = None
+    ) -> Calibration:
+        """Recompute offsets and ratios from a human calibration frame ``{link: (p, R)}`` in T-pose (default:
+        the human model's zero configuration) and use them; returns the new :class:`Calibration`."""
+        calibration = calibrate(self.spec, poses, ground_height)
+        self.set_calibration(calibration)
+        return calibration
+
+    def save_calibration(self, path: str | Path) -> Path:
+        return self.calibration.save(path)
+
+    def load_calibration(self, path: str | Path) -> Calibration:
+        calibration = Calibration.load(path)
+        self.set_calibration(calibration)
+        return calibration
+
+    def reset(self, robot_configuration: np.ndarray | None = None) -> None:
+        """Forget the world alignment and the contact states (a new take starts). The next sample is
+        aligned onto ``robot_configuration`` (the IK's current ``q``; default: the initial one)."""
+        self.alignment: Alignment | None = None
+        self._align_to = self._q0 if robot_configuration is None else np.asarray(robot_configuration, float)
+        self.contact.reset()
+        self._clock = 0.0
+
+    def initial_configuration(self) -> np.ndarray:
+        """The IK's start ``q0``: the map's initial pose standing on the ground, facing +x."""
+        return self._q0.copy()
+
+    def make_ik(self, config: DynamicalIKConfig | None = None, q0: np.ndarray | None = None) -> DynamicalIK:
+        """A :class:`DynamicalIK` for the robot and these targets, from :meth:`initial_configuration`."""
+        return DynamicalIK(
+            self.robot, self.targets, config, self.initial_configuration() if q0 is None else q0
+        )
+
+    # ------------------------------------------------------------------ targets
+    def _align(self, p0_root: np.ndarray, r0_root: np.ndarray) -> Alignment:
+        if self.config.alignment == "none":
+            return Alignment(np.eye(3), np.zeros(2), np.zeros(2))
+        robot_root, robot_rotation = self.robot.frame_pose(self._align_to, self.config.root.frame)
+        rotation = yaw_alignment(r0_root, robot_rotation, self._root_offset)
+        return Alignment(rotation, np.array(p0_root[:2], dtype=float), np.array(robot_root[:2], dtype=float))
+
+    def compute(
+        self,
+        times: np.ndarray,
+        positions: np.ndarray,
+        rotations: np.ndarray,
+        linear_velocities: np.ndarray | None = None,
+        angular_velocities: np.ndarray | None = None,
+    ) -> tuple[list[Measurements], np.ndarray]:
+        """Targets for ``N`` samples of the human links in the order of :attr:`links`.
+
+        Arrays: ``positions`` ``(N, L, 3)``, ``rotations`` ``(N, L, 3, 3)``, world velocities ``(N, L, 3)``
+        (``None``: not measured, no feed-forward). Samples must follow the previous call's in time (the
+        alignment and the contact states carry over). Returns the measurements and the contact states
+        ``(N, n_feet)`` (index of the robot sole point in contact, -1 for none).
+        """
+        p = np.asarray(positions, dtype=float)
+        r = np.asarray(rotations, dtype=float)
+        n, n_links = p.shape[:2]
+        if p.shape != (n, len(self.links), 3) or r.shape != (n, n_links, 3, 3):
+            raise InvalidMeasurementError(
+                f"expected positions (N, {len(self.links)}, 3) and rotations (N, {len(self.links)}, 3, 3) "
+                f"for links {self.links}, got {p.shape} and {r.shape}"
+            )
+        bad = ~(np.isfinite(p).all(axis=2) & np.isfinite(r).all(axis=(2, 3)))
+        if bad.any():
+            samples, links = np.nonzero(bad)
+            raise InvalidMeasurementError(
+                f"human link poses not finite in {int(bad.any(axis=1).sum())} sample(s), first: sample "
+                f"{int(samples[0])}, links {sorted({self.links[i] for i in links[samples == samples[0]]})}"
+            )
+        measured = linear_velocities is not None and angular_velocities is not None
+        v = np.asarray(linear_velocities, dtype=float) if measured else np.zeros_like(p)
+        w = np.asarray(angular_velocities, dtype=float) if measured else np.zeros_like(p)
+        if self.alignment is None:
+            self.alignment = self._align(p[0, self._root], r[0, self._root])
+        a = self.alignment.rotation
+        shift = np.zeros(3)
+        shift[:2] = self.alignment.human_origin
+        p = (p - shift) @ a.T
+        r = a @ r
+        v = v @ a.T
+        w = w @ a.T
+        self.scaling.origin = self.alignment.robot_origin
+        target_rotations = r[:, self._ori_links] @ self._ori_offsets
+        target_omegas = w[:, self._ori_links]
+        target_positions, target_velocities = self.scaling.targets(p, r, v, w)
+        foot_rotations = r[:, self._foot_links] @ self._foot_offsets
+        flags = self.contact.apply(
+            np.asarray(times, dtype=float),
+            p,
+            v if measured else None,
+            target_positions,
+            target_velocities,
+            foot_rotations,
+            w[:, self._foot_links],
+        )
+        out = [
+            Measurements(
+                target_positions[k],
+                target_rotations[k],
+                target_velocities[k] if measured else None,
+                target_omegas[k] if measured else None,
+            )
+            for k in range(n)
+        ]
+        return out, flags
+
+    def measurements(
+        self,
+        poses: Mapping[str, Pose],
+        twists: Mapping[str, Twist] | None = None,
+        time: float | None = None,
+    ) -> Measurements:
+        """Targets for one sample: ``poses`` ``{link: (p, R)}`` and ``twists`` ``{link: (v, w)}`` in the
+        world frame (Xsens link names). ``time`` (s) times the contact release; default: 100 Hz steps."""
+        missing = [k for k in self.links if k not in poses]
+        if missing:
+            raise InvalidMeasurementError(f"measurement lacks human links {missing}")
+        if time is None:
+            time = self._clock
+            self._clock += 0.01
+        else:
+            self._clock = float(time)
+        p = np.array([poses[k][0] for k in self.links], dtype=float)[None]
+        r = np.array([poses[k][1] for k in self.links], dtype=float)[None]
+        v = w = None
+        if twists:
+            zero = (np.zeros(3), np.zeros(3))
+            v = np.array([twists.get(k, zero)[0] for k in self.links], dtype=float)[None]
+            w = np.array([twists.get(k, zero)[1] for k in self.links], dtype=float)[None]
+        out, _ = self.compute(np.array([time]), p, r, v, w)
+        return out[0]
+
+    def motion_arrays(self, motion) -> tuple[np.ndarray, ...]:
+        """``(times, positions, rotations, linear, angular)`` of a :class:`Motion`-like object (``times``,
+        ``links``, ``positions``, ``rotations``, ``linear_velocities``, ``angular_velocities``) in the
+        order of :attr:`links`."""
+        missing = [k for k in self.links if k not in motion.links]
+        if missing:
+            raise InvalidMeasurementError(f"motion lacks human links {missing}")
+        idx = [list(motion.links).index(k) for k in self.links]
+        lin = getattr(motion, "linear_velocities", None)
+        ang = getattr(motion, "angular_velocities", None)
+        return (
+            np.asarray(motion.times, dtype=float),
+            np.asarray(motion.positions)[:, idx],
+            np.asarray(motion.rotations)[:, idx],
+            None if lin is None else np.asarray(lin)[:, idx],
+            None if ang is None else np.asarray(ang)[:, idx],
+        )
+
+    def motion_measurements(self, motion) -> tuple[list[Measurements], np.ndarray]:
+        """:meth:`compute` for a whole motion (see :meth:`motion_arrays`)."""
+        return self.compute(*self.motion_arrays(motion))
+
+    # ------------------------------------------------------------------ running
+    def settle(
+        self, ik: DynamicalIK, measurement: Measurements, duration: float = 1.0, dt: float = 0.01
+    ) -> None:
+        """Converge ``ik`` onto a frozen first sample (zero feed-forward) for ``duration`` seconds of IK time,
+        so the first output frame is already on the motion; joint limits hold throughout (eq. 12)."""
+        frozen = Measurements(measurement.positions, measurement.rotations)
+        for _ in range(int(round(duration / dt))):
+            ik.step(frozen, dt)
+        ik.nu[:] = 0.0
+
+    def run(
+        self,
+        times: np.ndarray,
+        measurements: Sequence[Measurements],
+        ik: DynamicalIK | None = None,
+        settle: float = 0.0,
+        evaluate: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+        contacts: np.ndarray | None = None,
+    ) -> RetargetResult:
+        """Track ``measurements`` (from :meth:`compute`) sampled at ``times`` with the dynamical IK.
+
+        ``dt`` per step is the time difference of the samples (the first step uses the second's). With
+        ``evaluate``, also computes MNTE (eq. 15), angular-velocity RMSE (eq. 16), position RMSE, every
+        orientation target's angle error and the achieved foot positions.
+        """
+        from dynik_ros.core.metrics import TrackingEvaluator
+
+        times = np.asarray(times, dtype=float)
+        n = len(times)
+        if n != len(measurements):
+            raise ValueError(f"{n} times for {len(measurements)} measurements")
+        ik = ik or self.make_ik()
+        if settle > 0 and n:
+            self.settle(ik, measurements[0], settle)
+        dts = np.diff(times)
+        if np.any(dts <= 0):
+            raise ValueError("sample times must increase strictly")
+        dts = np.concatenate((dts[:1] if n > 1 else [0.01], dts))
+        robot = self.robot
+        q_out = np.zeros((n, robot.nq))
+        v_out = np.zeros((n, robot.nv))
+        nu_out = np.zeros((n, robot.nv))
+        solve = np.zeros(n)
+        solved = np.zeros(n, dtype=bool)
+        n_feet = len(self.config.feet)
+        result_contacts = contacts if contacts is not None else np.full((n, n_feet), -1, dtype=int)
+        evaluator = TrackingEvaluator(robot, self.targets) if evaluate else None
+        mnte = np.zeros(n if evaluate else 0)
+        rmse = np.zeros(n if evaluate else 0)
+        prmse = np.zeros(n if evaluate else 0)
+        ori_err = np.zeros((n if evaluate else 0, self.targets.n_orientation))
+        feet = np.zeros((n if evaluate else 0, n_feet, 3))
+        points = np.full((n if evaluate else 0, n_feet, 3), np.nan)
+        soles = [np.asarray(f.sole, dtype=float).reshape(-1, 3) for f in self.config.feet]
+        data = robot.model.createData()
+        ori_ids = [robot.frame_id(t.frame) for t in self.targets.orientation_targets]
+        foot_ids = [robot.frame_id(f.frame) for f in self.config.feet]
+        step_every = max(1, n // 200)
+        for k in range(n):
+            start = time.perf_counter()
+            q, v = ik.step(measurements[k], float(dts[k]))
+            solve[k] = time.perf_counter() - start
+            q_out[k], v_out[k], nu_out[k] = q, v, ik.nu
+            solved[k] = ik.info.solved
+            if evaluator is not None:
+                m = measurements[k]
+                err = evaluator.evaluate(q, v, m)
+                mnte[k], rmse[k], prmse[k] = err.mnte, err.angular_velocity_rmse, err.position_rmse
+                # evaluator left the kinematics of q in its data; re-use pinocchio for the angles
+                pin.framesForwardKinematics(robot.model, data, q)
+                rot = np.array([data.oMf[i].rotation for i in ori_ids]).reshape(-1, 3, 3)
+                cos = (np.einsum("nij,nij->n", rot, m.rotations) - 1.0) / 2.0
+                ori_err[k] = np.arccos(np.clip(cos, -1.0, 1.0))
+                for f, fid in enumerate(foot_ids):
+                    feet[k, f] = data.oMf[fid].translation
+                    j = result_contacts[k, f]
+                    if j >= 0:
+                        points[k, f] = data.oMf[fid].act(soles[f][j])
+            if progress is not None and (k % step_every == 0 or k == n - 1):
+                progress(k + 1, n)
+        return RetargetResult(
+            times=times,
+            q=q_out,
+            v=v_out,
+            nu=nu_out,
+            solve_time=solve,
+            solved=solved,
+            contacts=result_contacts,
+            mnte=mnte,
+            angular_velocity_rmse=rmse,
+            position_rmse=prmse,
+            orientation_error=ori_err,
+            foot_positions=feet,
+            contact_points=points,
+        )
+
+    def retarget_motion(
+        self, motion, settle: float = 0.0, evaluate: bool = True, progress=None
+    ) -> RetargetResult:
+        """:meth:`reset`, :meth:`motion_measurements` and :meth:`run` for a whole :class:`Motion`."""
+        self.reset()
+        measurements, contacts = self.motion_measurements(motion)
+        return self.run(
+            motion.times, measurements, settle=settle, evaluate=evaluate, progress=progress, contacts=contacts
+        )
