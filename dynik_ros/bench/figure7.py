@@ -17,8 +17,7 @@ from dynik_ros.core.dynamical_ik import DynamicalIK
 from dynik_ros.core.instantaneous_ik import PairwiseIK, WholeBodyIK
 from dynik_ros.core.metrics import TrackingEvaluator
 from dynik_ros.core.robot_model import RobotModel
-from dynik_ros.core.targets import TargetSet
-from dynik_ros.motion.synthetic import Motion
+from dynik_ros.core.targets import Measurements, TargetSet
 
 METHODS = ("dynamical", "whole-body", "whole-body-nlp", "pair-wise")
 
@@ -57,39 +56,40 @@ def make_solver(method: str, robot: RobotModel, targets: TargetSet, q0: np.ndarr
 
 def run_case(
     model_name: str,
+    scenario: str,
     robot: RobotModel,
     targets: TargetSet,
-    motion: Motion,
+    measurements: Sequence[Measurements],
+    times: np.ndarray,
     method: str,
     q0: np.ndarray,
     transient: float = 2.0,
 ) -> Row:
-    """Track ``motion`` with ``method`` and collect the row of the table."""
+    """Track ``measurements`` (sampled at ``times``, uniform) with ``method``: the row of the table."""
     solver = make_solver(method, robot, targets, q0)
     evaluator = TrackingEvaluator(robot, targets)
-    measurements = motion.measurements(targets)
-    dt = 1.0 / motion.rate
-    times, mntes, rmses = [], [], []
+    dt = float(times[1] - times[0])
+    step_times, mntes, rmses = [], [], []
     violations, worst = 0, 0.0
     offset = 7 if robot.floating_base else 0
     for k, m in enumerate(measurements):
         start = time.perf_counter()
         q, v = solver.step(m, dt)
-        times.append(time.perf_counter() - start)
+        step_times.append(time.perf_counter() - start)
         s = q[offset:]
         excess = np.maximum(s - robot.upper, robot.lower - s).max()
         if excess > 1e-6:
             violations += 1
             worst = max(worst, float(excess))
-        if motion.times[k] >= transient:
+        if times[k] - times[0] >= transient:
             err = evaluator.evaluate(q, v, m)
             mntes.append(err.mnte)
             rmses.append(err.angular_velocity_rmse)
     return Row(
         model_name,
-        motion.name,
+        scenario,
         method,
-        np.array(times[1:]) * 1e3,  # the first step includes one-off warm-up
+        np.array(step_times[1:]) * 1e3,  # the first step includes one-off warm-up
         float(np.mean(mntes)),
         float(np.mean(rmses)),
         violations,
