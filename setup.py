@@ -37,6 +37,11 @@ CONSOLE_SCRIPTS = [
     "dynik-bench = dynik_ros.bench.cli:main",
     "dynik-human-urdf = dynik_ros.models.human:main",
     "dynik-retarget = dynik_ros.cli.retarget:main",
+    "dynik-ros = dynik_ros.cli.run:main",
+    "wearable_node = dynik_ros.nodes.wearable_node:main",
+    "ik_node = dynik_ros.nodes.ik_node:main",
+    "mocap_node = dynik_ros.nodes.mocap_node:main",
+    "bridge_node = dynik_ros.nodes.bridge_node:main",
 ]
 
 # Directories installed verbatim (recursively) into share/dynik_ros/<same dir>.

@@ -1,0 +1,580 @@
+"""``ik_node``: one dynamical-IK step (Rapetti et al. 2020) per link-state message.
+
+Input: ``/human/link_states`` (``MultiDOFJointState``), optionally ``/robot/base_odom`` for the base pose.
+Model: a human model (``model:=human66|human48``, the paper's 23-link tracking set) or a robot
+(``robot:=g1|icub|...``, human links retargeted by :class:`dynik_ros.retarget.retargeter.Retargeter`).
+Output: ``/dynik/joint_states``, ``/dynik/base_odom``, ``/dynik/markers``, ``/diagnostics`` and the
+world -> base transform on ``/tf`` when ``tf2_msgs`` is importable.
+
+``dt`` comes from the message stamps. The first message initializes the state (base at the measured root
+link for a human model, retargeter calibration for a robot) and is answered with that state. Refused
+inputs (NaN, non-rotations, unknown or missing links, wrong lengths, out-of-order or stale stamps) are
+counted by reason in diagnostics and never stop the node.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import Point
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import JointState, MultiDOFJointState
+from std_msgs.msg import ColorRGBA
+from visualization_msgs.msg import Marker, MarkerArray
+
+from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
+from dynik_ros.core.metrics import TrackingEvaluator
+from dynik_ros.core.robot_model import RobotModel
+from dynik_ros.core.targets import InvalidMeasurementError, Measurements
+from dynik_ros.nodes.common import (
+    RELIABLE_QOS,
+    SENSOR_QOS,
+    ConfigError,
+    DynikLifecycleNode,
+    ParamSpec,
+    RejectionCounter,
+    diagnostic_status,
+    percentiles_ms,
+    run_node,
+    wall_time,
+)
+from dynik_ros.nodes.conversions import (
+    MISSING_LINKS,
+    NAN,
+    NON_ROTATION,
+    OUT_OF_ORDER,
+    REJECTION_REASONS,
+    STALE,
+    WRONG_LENGTHS,
+    LinkStates,
+    MessageRejected,
+    joint_state_msg,
+    link_states_from_cdr,
+    ns_to_stamp,
+    odometry_from_msg,
+    odometry_msg,
+    transform_stamped,
+)
+
+HUMAN_MODELS = ("human66", "human48")
+INVALID = "invalid"
+_TF_NOTICE_GIVEN = False
+
+
+class IKNode(DynikLifecycleNode):
+    """Lifecycle node running :class:`DynamicalIK` on the link-state stream."""
+
+    PARAMS = (
+        ParamSpec(
+            "model",
+            "human66",
+            "Human model to track with (ignored when robot is set).",
+            choices=HUMAN_MODELS + ("",),
+        ),
+        ParamSpec("robot", "", "Robot to retarget to (e.g. 'g1', 'icub'); '' = track with the human model."),
+        ParamSpec("config_file", "", "Retargeting YAML for the robot ('' = the robot's default map)."),
+        ParamSpec(
+            "position_gain",
+            10.0,
+            "Position gain of K in eq. (9) for every target [1/s]; runtime-changeable. With a robot, the "
+            "map's per-target gains stay until this is set away from 10.",
+            low=0.0,
+            high=1000.0,
+            runtime=True,
+        ),
+        ParamSpec(
+            "orientation_gain",
+            10.0,
+            "Orientation gain of K in eq. (9) for every target [1/s]; runtime-changeable. With a robot, "
+            "the map's per-target gains stay until this is set away from 10.",
+            low=0.0,
+            high=1000.0,
+            runtime=True,
+        ),
+        ParamSpec(
+            "limit_gain",
+            10.0,
+            "Joint-limit gain k_g of eq. (12) [1/rad]; runtime-changeable.",
+            low=1e-3,
+            high=1000.0,
+            runtime=True,
+        ),
+        ParamSpec(
+            "use_base_odom", False, "Take the base pose from /robot/base_odom instead of estimating it."
+        ),
+        ParamSpec(
+            "base_odom_timeout",
+            0.2,
+            "Base odometry further than this from a link-state stamp is ignored [s].",
+            low=0.0,
+            high=10.0,
+        ),
+        ParamSpec(
+            "max_input_age",
+            0.5,
+            "Inputs older than the newest seen by more than this are stale [s].",
+            low=0.0,
+            high=3600.0,
+        ),
+        ParamSpec(
+            "max_dt", 0.1, "Longer gaps between stamps are clamped to this dt [s].", low=1e-4, high=10.0
+        ),
+        ParamSpec("publish_markers", True, "Publish /dynik/markers (targets, achieved frames, skeleton)."),
+        ParamSpec("marker_rate", 30.0, "Maximum rate of /dynik/markers [Hz].", low=0.1, high=1000.0),
+        ParamSpec(
+            "metrics_rate",
+            60.0,
+            "Maximum rate of the accuracy evaluation (MNTE, RMSE) [Hz]; 0 = off. Lower it to save CPU.",
+            low=0.0,
+            high=10000.0,
+        ),
+        ParamSpec("publish_tf", True, "Publish world -> base on /tf (needs tf2_msgs)."),
+        ParamSpec("world_frame", "world", "Fixed frame of the outputs."),
+        ParamSpec("base_frame", "", "Base link frame ('' = the model's root link)."),
+        ParamSpec("diagnostics_period", 1.0, "Period of /diagnostics [s].", low=0.01, high=60.0),
+    )
+
+    def __init__(self, node_name: str = "ik_node", **kwargs: Any):
+        super().__init__(node_name, **kwargs)
+        self._entities: list[Any] = []
+        self._clear()
+
+    # ----------------------------------------------------------------- lifecycle hooks
+    def _clear(self) -> None:
+        self.robot: RobotModel | None = None
+        self.targets = None
+        self.ik: DynamicalIK | None = None
+        self.retargeter = None
+        self._evaluator: TrackingEvaluator | None = None
+        self._entities = []
+        self._pub_js = self._pub_odom = self._pub_markers = self._pub_diag = self._pub_tf = None
+        self._tf_type = None
+        self._latest = None
+        self.tf_available = False
+        self.reset_statistics()
+
+    def reset_statistics(self) -> None:
+        """Clear counters and samples (also done at configure)."""
+        self.rejections = RejectionCounter(REJECTION_REASONS + (INVALID,))
+        self.received = 0
+        self.steps = 0
+        self.qp_failures = 0
+        self.dt_clamped = 0
+        self.base_odom_missing = 0
+        self.last_qp_status = "none"
+        self.solve_times: list[float] = []
+        self.callback_times: list[float] = []
+        self.errors: list[tuple[int, float, float, float]] = []  # (stamp_ns, mnte, omega rmse, pos rmse)
+        self._last_ns: int | None = None
+        self._last_marker_ns = -(10**18)
+        self._last_metrics_ns = -(10**18)
+        self._odom: tuple[int, np.ndarray, np.ndarray] | None = None
+
+    def _configure(self, p: dict[str, Any]) -> None:
+        self._clear()
+        if p["robot"]:
+            self._load_robot(p)
+        else:
+            if not p["model"]:
+                raise ConfigError("model", "set model (human66|human48) or robot")
+            if p["config_file"]:
+                raise ConfigError(
+                    "config_file", "is only used with robot:=...; leave it empty for a human model"
+                )
+            self._load_human(p)
+        base = p["base_frame"] or self._root_link()
+        try:
+            self.robot.frame_id(base)
+        except KeyError as exc:
+            raise ConfigError("base_frame", str(exc)) from None
+        self.base_frame = base
+        self._evaluator = TrackingEvaluator(self.robot, self.targets)
+        self._prepare_markers()
+
+        self._pub_js = self.create_lifecycle_publisher(JointState, "/dynik/joint_states", RELIABLE_QOS)
+        self._pub_odom = self.create_lifecycle_publisher(Odometry, "/dynik/base_odom", RELIABLE_QOS)
+        self._pub_diag = self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+        if p["publish_markers"]:
+            self._pub_markers = self.create_lifecycle_publisher(MarkerArray, "/dynik/markers", RELIABLE_QOS)
+        if p["publish_tf"]:
+            self._setup_tf()
+        self._entities = [
+            # raw=True: the CDR bytes are read straight into numpy (link_states_from_cdr)
+            self.create_subscription(
+                MultiDOFJointState, "/human/link_states", self._on_link_states, SENSOR_QOS, raw=True
+            )
+        ]
+        if p["use_base_odom"]:
+            self._entities.append(
+                self.create_subscription(Odometry, "/robot/base_odom", self._on_odom, SENSOR_QOS)
+            )
+
+    def _load_human(self, p: dict[str, Any]) -> None:
+        from dynik_ros.models.assets import human_tracking_targets, urdf_path
+        from dynik_ros.models.human import XSENS_PARENT, XSENS_SEGMENTS
+
+        self.robot = RobotModel.from_urdf_file(urdf_path(p["model"]))
+        self.targets = human_tracking_targets(p["orientation_gain"])
+        self.ik = DynamicalIK(self.robot, self.targets, DynamicalIKConfig(limit_gain=p["limit_gain"]))
+        self.ik.set_gains(position_gain=p["position_gain"], orientation_gain=p["orientation_gain"])
+        self.known_links = frozenset(XSENS_SEGMENTS) | frozenset(self._target_links())
+        self.required_links = sorted(set(self._target_links()))
+        self._skeleton_names = [(child, parent) for child, parent in XSENS_PARENT.items()]
+        self.model_label = p["model"]
+
+    def _load_robot(self, p: dict[str, Any]) -> None:
+        try:
+            from dynik_ros.retarget.retargeter import Retargeter
+        except ImportError as exc:
+            raise ConfigError(
+                "robot",
+                f"robot retargeting is not available in this installation (dynik_ros.retarget: {exc})",
+            ) from None
+        source = p["config_file"] or p["robot"]
+        try:
+            self.retargeter = Retargeter.from_config(source)
+        except FileNotFoundError as exc:
+            raise ConfigError("config_file" if p["config_file"] else "robot", str(exc)) from None
+        except (KeyError, ValueError) as exc:
+            raise ConfigError("config_file" if p["config_file"] else "robot", str(exc)) from None
+        self.robot = self.retargeter.robot
+        self.targets = self.retargeter.targets
+        self.ik = self.retargeter.make_ik(DynamicalIKConfig(limit_gain=p["limit_gain"]))
+        # The map's per-target gains stay unless a gain parameter is set away from its default.
+        defaults = {spec.name: spec.default for spec in self.PARAMS}
+        self.ik.set_gains(
+            position_gain=None if p["position_gain"] == defaults["position_gain"] else p["position_gain"],
+            orientation_gain=None
+            if p["orientation_gain"] == defaults["orientation_gain"]
+            else p["orientation_gain"],
+        )
+        from dynik_ros.models.human import XSENS_SEGMENTS
+
+        self.known_links = frozenset(XSENS_SEGMENTS) | frozenset(self.retargeter.links)
+        self.required_links = list(self.retargeter.links)
+        self._skeleton_names = None
+        self.model_label = p["robot"]
+
+    def _target_links(self) -> list[str]:
+        return list(self.targets.position_links) + list(self.targets.orientation_links)
+
+    def _root_link(self) -> str:
+        """The body frame carried by the model's first joint (the floating base)."""
+        model = self.robot.model
+        for frame in model.frames:
+            if frame.type == pin.FrameType.BODY and frame.parentJoint == 1:
+                return str(frame.name)
+        return str(model.frames[1].name)
+
+    def _setup_tf(self) -> None:
+        global _TF_NOTICE_GIVEN
+        try:
+            from tf2_msgs.msg import TFMessage
+        except ImportError:
+            if not _TF_NOTICE_GIVEN:
+                _TF_NOTICE_GIVEN = True
+                self.get_logger().warning(
+                    "publish_tf is true but the Python package tf2_msgs is not importable: the world -> base "
+                    "transform is NOT published on /tf (install tf2_msgs, e.g. ros-<distro>-tf2-msgs, or use "
+                    "/dynik/base_odom). This notice is given once."
+                )
+            self.tf_available = False
+            return
+        self._tf_type = TFMessage
+        self._pub_tf = self.create_lifecycle_publisher(TFMessage, "/tf", RELIABLE_QOS)
+        self.tf_available = True
+
+    def _activate(self) -> None:
+        self._timers = [self.create_timer(self.params["diagnostics_period"], self.publish_diagnostics)]
+        if self._pub_markers is not None:
+            self._timers.append(self.create_timer(1.0 / self.params["marker_rate"], self._on_marker_timer))
+
+    def _deactivate(self) -> None:
+        self.destroy_entities(getattr(self, "_timers", []))
+        self._timers = []
+
+    def _release(self) -> None:
+        self.destroy_entities(getattr(self, "_timers", []))
+        self._timers = []
+        self.destroy_entities(self._entities)
+        self.destroy_entities([self._pub_js, self._pub_odom, self._pub_markers, self._pub_diag, self._pub_tf])
+        self._clear()
+
+    def _apply_runtime(self, changes: dict[str, Any]) -> None:
+        if self.ik is None:
+            return
+        self.ik.set_gains(
+            position_gain=changes.get("position_gain"), orientation_gain=changes.get("orientation_gain")
+        )
+        if "limit_gain" in changes:
+            self.ik.config = dataclasses.replace(self.ik.config, limit_gain=changes["limit_gain"])
+        self.get_logger().info(f"gains updated: {changes}")
+
+    # ----------------------------------------------------------------- inputs
+    def _on_odom(self, msg: Odometry) -> None:
+        try:
+            self._odom = odometry_from_msg(msg)
+        except MessageRejected as exc:
+            self.get_logger().warning(f"base odometry refused: {exc}", throttle_duration_sec=2.0)
+
+    def _reject(self, reason: str, detail: str) -> None:
+        self.rejections.add(reason, detail)
+        self.get_logger().warning(f"link states refused ({reason}): {detail}", throttle_duration_sec=1.0)
+
+    def _on_link_states(self, data: bytes) -> None:
+        if not self.active or self.ik is None:
+            return
+        start = wall_time()
+        self.received += 1
+        try:
+            links = link_states_from_cdr(data, self.known_links, self.required_links)
+        except MessageRejected as exc:
+            self._reject(exc.reason, exc.detail)
+            return
+        stamp = links.stamp_ns
+        if self._last_ns is not None and stamp <= self._last_ns:
+            age = (self._last_ns - stamp) * 1e-9
+            if age > self.params["max_input_age"]:
+                self._reject(STALE, f"stamp {age:.3f} s older than the newest input")
+            else:
+                self._reject(OUT_OF_ORDER, f"stamp not after the previous input ({age * 1e3:.3f} ms older)")
+            return
+        try:
+            measurements = self._measurements(links)
+            if self._last_ns is None:
+                self._initialize(links)
+                q, v = self.ik.q, np.zeros(self.robot.nv)
+            else:
+                dt = (stamp - self._last_ns) * 1e-9
+                if dt > self.params["max_dt"]:
+                    dt = self.params["max_dt"]
+                    self.dt_clamped += 1
+                self._apply_base_odom(stamp)
+                q, v = self.ik.step(measurements, dt)
+                self.steps += 1
+                self.solve_times.append(self.ik.info.solve_time)
+                self.last_qp_status = self.ik.info.status
+                if not self.ik.info.solved:
+                    self.qp_failures += 1
+        except InvalidMeasurementError as exc:
+            self._reject(_reason_of(str(exc)), str(exc))
+            return
+        self._last_ns = stamp
+        self._publish_state(stamp, q, v)
+        self.emit("ik_output", stamp)
+        rate = self.params["metrics_rate"]
+        if rate > 0 and stamp - self._last_metrics_ns >= 0.999e9 / rate:  # 0.999: stamps rounded to ns
+            self._last_metrics_ns = stamp
+            error = self._evaluator.evaluate(q, v, measurements)
+            self.errors.append((stamp, error.mnte, error.angular_velocity_rmse, error.position_rmse))
+        self._latest = (stamp, q, links, measurements)
+        self.callback_times.append(wall_time() - start)
+
+    def _on_marker_timer(self) -> None:
+        """Markers of the latest state, from their own timer: building and publishing them costs about a
+        millisecond, which stays off the link-state -> command path."""
+        if not self.active or self._latest is None or self._pub_markers is None:
+            return
+        stamp, q, links, measurements = self._latest
+        if stamp != self._last_marker_ns:
+            self._last_marker_ns = stamp
+            self._pub_markers.publish(self._markers(stamp, q, links, measurements))
+
+    def _measurements(self, links: LinkStates) -> Measurements:
+        poses, twists = links.poses(), links.twists()
+        if self.retargeter is not None:
+            if self._last_ns is None:
+                self._first_ns = links.stamp_ns
+                self.retargeter.reset()  # world alignment from this first sample
+            return self.retargeter.measurements(poses, twists, time=(links.stamp_ns - self._first_ns) * 1e-9)
+        return self.targets.measurements_from_links(poses, twists)
+
+    def _initialize(self, links: LinkStates) -> None:
+        """First input: start from the measured root pose (human) or the retargeter's configuration."""
+        if self.retargeter is not None:
+            self.ik.reset(self.retargeter.initial_configuration())
+            return
+        q0 = self.robot.neutral_configuration()
+        if self.base_frame in links.names and self.robot.floating_base:
+            i = links.names.index(self.base_frame)
+            q0 = self.robot.join(links.positions[i], links.rotations[i], q0[7:])
+        self.ik.reset(q0)
+
+    def _apply_base_odom(self, stamp: int) -> None:
+        if not self.params["use_base_odom"]:
+            return
+        odom = self._odom
+        if odom is None or abs(stamp - odom[0]) > self.params["base_odom_timeout"] * 1e9:
+            self.base_odom_missing += 1
+            self.get_logger().warning(
+                "no base odometry close to the link-state stamps: the base is estimated",
+                throttle_duration_sec=2.0,
+            )
+            return
+        self.ik.base_position = odom[1].copy()
+        self.ik.base_rotation = odom[2].copy()
+
+    # ----------------------------------------------------------------- outputs
+    def _publish_state(self, stamp: int, q: np.ndarray, v: np.ndarray) -> None:
+        p, rotation, s = self.robot.split(q)
+        nb = self.robot.base_dofs
+        self._pub_js.publish(joint_state_msg(stamp, self.robot.joint_names, s, v[nb:]))
+        world = self.params["world_frame"]
+        self._pub_odom.publish(odometry_msg(stamp, world, self.base_frame, p, rotation, v[:3], v[3:6]))
+        if self._pub_tf is not None:
+            self._pub_tf.publish(
+                self._tf_type(transforms=[transform_stamped(stamp, world, self.base_frame, p, rotation)])
+            )
+
+    def _prepare_markers(self) -> None:
+        """The frames drawn as axes, the skeleton's (child, parent) pairs and a preallocated MarkerArray
+        whose points are overwritten in place at each publication (ten times cheaper than new objects)."""
+        model = self.robot.model
+        frames = list(dict.fromkeys(t.frame for t in self.targets.targets))
+        self._marker_frames = [(name, self.robot.frame_id(name)) for name in frames]
+        self._marker_links = [next(t.source for t in self.targets.targets if t.frame == f) for f in frames]
+        if self._skeleton_names is not None:
+            known = set(frames)
+            pairs = [(c, p) for c, p in self._skeleton_names if c in known and p in known]
+        else:  # nearest tracked ancestor in the kinematic tree
+            by_joint: dict[int, str] = {}
+            for name, fid in self._marker_frames:
+                by_joint.setdefault(model.frames[fid].parentJoint, name)
+            pairs = []
+            for name, fid in self._marker_frames:
+                joint = model.parents[model.frames[fid].parentJoint]
+                while joint > 0 and joint not in by_joint:
+                    joint = model.parents[joint]
+                if joint in by_joint:
+                    pairs.append((name, by_joint[joint]))
+        self._skeleton_links = pairs
+        self._skeleton_index = np.array(
+            [(frames.index(c), frames.index(p)) for c, p in pairs], dtype=int
+        ).reshape(-1, 2)
+        self._marker_data = model.createData()
+        n, n_pairs = len(frames), len(pairs)
+        axis_rgb = ((1.0, 0.1, 0.1), (0.1, 0.9, 0.1), (0.2, 0.3, 1.0))
+
+        def marker(ns: str, mid: int, width: float, points: int, color: tuple, alpha: float = 1.0) -> Marker:
+            m = Marker(ns=ns, id=mid, type=Marker.LINE_LIST, action=Marker.ADD)
+            m.header.frame_id = self.params["world_frame"]
+            m.pose.orientation.w = 1.0
+            m.scale.x = m.scale.y = m.scale.z = width
+            m.points = [Point() for _ in range(points)]
+            m.color = ColorRGBA(r=color[0], g=color[1], b=color[2], a=alpha)
+            return m
+
+        # One marker per axis (x red, y green, z blue) rather than per-vertex colours: half the data to
+        # convert when publishing.
+        markers = [marker("targets", i, 0.008, 2 * n, rgb, 0.35) for i, rgb in enumerate(axis_rgb)]
+        markers += [marker("achieved", i, 0.004, 2 * n, rgb) for i, rgb in enumerate(axis_rgb)]
+        markers.append(marker("skeleton", 0, 0.01, 2 * n_pairs, (1.0, 1.0, 1.0)))
+        if self.retargeter is None:
+            markers.append(marker("measured_skeleton", 0, 0.006, 2 * n_pairs, (1.0, 0.6, 0.1), 0.6))
+        self._marker_array = MarkerArray(markers=markers)
+
+    def _markers(
+        self, stamp: int, q: np.ndarray, links: LinkStates, measurements: Measurements
+    ) -> MarkerArray:
+        """Targets (translucent axes, at the measured links for a human model) vs achieved frames (opaque
+        axes), the achieved skeleton (white) and, for a human model, the measured skeleton (orange)."""
+        data = self._marker_data
+        pin.framesForwardKinematics(self.robot.model, data, q)
+        achieved_p = np.array([data.oMf[fid].translation for _, fid in self._marker_frames])
+        achieved_r = np.array([data.oMf[fid].rotation for _, fid in self._marker_frames])
+        target_p, target_r = achieved_p.copy(), achieved_r.copy()
+        ori = dict(zip(self.targets.orientation_links, measurements.rotations, strict=True))
+        pos = dict(zip(self.targets.position_links, measurements.positions, strict=True))
+        measured = {n: i for i, n in enumerate(links.names)}
+        for i, link in enumerate(self._marker_links):
+            if link in ori:
+                target_r[i] = ori[link]
+            if self.retargeter is None and link in measured:
+                target_p[i] = links.positions[measured[link]]
+            elif link in pos:
+                target_p[i] = pos[link]
+
+        def axes(p: np.ndarray, r: np.ndarray, length: float) -> list[np.ndarray]:
+            """Per axis k: the segments (origin, origin + length * R e_k) of every frame."""
+            return [np.stack((p, p + length * r[:, :, k]), axis=1).reshape(-1, 3) for k in range(3)]
+
+        clouds = axes(target_p, target_r, 0.12) + axes(achieved_p, achieved_r, 0.08)
+        clouds.append(achieved_p[self._skeleton_index].reshape(-1, 3))
+        if self.retargeter is None:
+            clouds.append(target_p[self._skeleton_index].reshape(-1, 3))
+        header_stamp = ns_to_stamp(stamp)
+        for marker, cloud in zip(self._marker_array.markers, clouds, strict=True):
+            marker.header.stamp = header_stamp
+            for point, (x, y, z) in zip(marker.points, cloud.tolist(), strict=True):
+                point.x, point.y, point.z = x, y, z
+        return self._marker_array
+
+    def publish_diagnostics(self) -> None:
+        """One DiagnosticArray: solve-time stats (last 500 steps), QP status, MNTE/RMSE (last 100
+        evaluations) and cumulative counts of refused inputs by reason."""
+        if not self.active or self._pub_diag is None:
+            return
+        times, errors = self.solve_times[-500:], self.errors[-100:]  # the recent past
+        st = percentiles_ms(times)
+
+        def mean(k: int) -> float:
+            return float(np.nanmean([e[k] for e in errors])) if errors else math.nan
+
+        values: dict[str, Any] = {
+            "model": self.model_label,
+            "received": self.received,
+            "steps": self.steps,
+            "solve_time_p50_ms": st["p50"],
+            "solve_time_p99_ms": st["p99"],
+            "solve_time_max_ms": st["max"],
+            "qp_status": self.last_qp_status,
+            "qp_failures": self.qp_failures,
+            "mnte": mean(1),
+            "angular_velocity_rmse": mean(2),
+            "position_rmse": mean(3),
+            "dt_clamped": self.dt_clamped,
+            "rejected_total": self.rejections.total,
+        }
+        values.update({f"rejected_{k}": v for k, v in self.rejections.counts.items()})
+        if self.params["use_base_odom"]:
+            values["base_odom_missing"] = self.base_odom_missing
+        level, message = DiagnosticStatus.OK, "tracking"
+        if self.qp_failures or self.rejections.total:
+            level = DiagnosticStatus.WARN
+            message = f"{self.rejections.total} inputs refused, {self.qp_failures} QP failures"
+            if self.rejections.last_detail:
+                message += f"; last: {self.rejections.last_detail}"
+        if not times and self.steps == 0:
+            level, message = DiagnosticStatus.WARN, "waiting for /human/link_states"
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [
+            diagnostic_status(f"{self.get_name()}: dynamical IK", self.model_label, level, message, values)
+        ]
+        self._pub_diag.publish(msg)
+
+
+def _reason_of(message: str) -> str:
+    """Rejection reason of an :class:`InvalidMeasurementError` message from the core."""
+    if "not finite" in message:
+        return NAN
+    if "not rotation" in message:
+        return NON_ROTATION
+    if "shape" in message:
+        return WRONG_LENGTHS
+    if "lacks links" in message:
+        return MISSING_LINKS
+    return INVALID
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_node(IKNode, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,56 @@
+"""Human motion tracking: wearable_node (synthetic motion or a bag) -> ik_node on Human66 or Human48.
+
+    ros2 launch dynik_ros human_tracking.launch.py model:=human48 scenario:=running rviz:=true
+    ros2 launch dynik_ros human_tracking.launch.py source:=bag bag_path:=walking_bag
+
+Both nodes are lifecycle nodes brought to *active* by the launch file (ik_node first, then the source).
+Outputs: /dynik/joint_states, /dynik/base_odom, /dynik/markers, /diagnostics, world -> Pelvis on /tf.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+from launch.actions import OpaqueFunction
+from launch.launch_context import LaunchContext
+from launch.launch_description import LaunchDescription
+
+ARGUMENTS = (
+    "model",
+    "source",
+    "scenario",
+    "rate",
+    "loop",
+    "bag_path",
+    "use_sim_time",
+    "namespace",
+    "rviz",
+    "rviz_config",
+    "log_level",
+)
+
+
+def _load_common() -> ModuleType:
+    """launch/dynik_launch_common.py, loaded by path (launch files are not importable modules)."""
+    path = Path(__file__).resolve().parent / "dynik_launch_common.py"
+    spec = importlib.util.spec_from_file_location("dynik_launch_common", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+COMMON = _load_common()
+
+
+def _setup(context: LaunchContext) -> list:
+    args = COMMON.values(context)
+    actions = COMMON.pipeline(context)
+    if COMMON.as_bool(args, "rviz"):
+        actions.append(COMMON.rviz_include(args["model"], "", args))
+    return actions
+
+
+def generate_launch_description() -> LaunchDescription:
+    return LaunchDescription([*COMMON.declare(*ARGUMENTS), OpaqueFunction(function=_setup)])

@@ -1,0 +1,63 @@
+"""Retargeting human motion to a humanoid robot: wearable_node -> ik_node on the robot (retargeting map
+config/<robot>.yaml) -> bridge_node -> the robot's position controller; mocap_node feeds the base when
+use_mocap:=true.
+
+    ros2 launch dynik_ros retargeting.launch.py robot:=g1 rviz:=true
+    ros2 launch dynik_ros retargeting.launch.py robot:=icub interface:=forward_command \
+        controller:=position_controller
+
+The lifecycle nodes are brought to *active* by the launch file (ik_node first, then the source).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+from launch.actions import OpaqueFunction
+from launch.launch_context import LaunchContext
+from launch.launch_description import LaunchDescription
+
+ARGUMENTS = (
+    "robot",
+    "model",
+    "config_file",
+    "source",
+    "scenario",
+    "rate",
+    "loop",
+    "bag_path",
+    "controller",
+    "interface",
+    "use_mocap",
+    "use_sim_time",
+    "namespace",
+    "rviz",
+    "rviz_config",
+    "log_level",
+)
+
+
+def _load_common() -> ModuleType:
+    """launch/dynik_launch_common.py, loaded by path (launch files are not importable modules)."""
+    path = Path(__file__).resolve().parent / "dynik_launch_common.py"
+    spec = importlib.util.spec_from_file_location("dynik_launch_common", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+COMMON = _load_common()
+
+
+def _setup(context: LaunchContext) -> list:
+    args = COMMON.values(context)
+    actions = COMMON.pipeline(context, robot=True)
+    if COMMON.as_bool(args, "rviz"):
+        actions.append(COMMON.rviz_include("", args["robot"], args))
+    return actions
+
+
+def generate_launch_description() -> LaunchDescription:
+    return LaunchDescription([*COMMON.declare(*ARGUMENTS), OpaqueFunction(function=_setup)])

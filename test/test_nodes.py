@@ -1,0 +1,693 @@
+"""The four lifecycle nodes with real rclpy and DDS (no mocks): transitions, parameter validation, data
+flowing end to end, refused inputs counted in diagnostics, and the bridge's safety behaviour.
+
+Every test gets fresh nodes on one SingleThreadedExecutor and destroys them afterwards. The session uses
+its own ROS_DOMAIN_ID (from the pid) and localhost-only discovery, so parallel sessions do not meet.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+DOMAIN_ID = 1 + os.getpid() % 100
+
+
+@pytest.fixture(scope="session")
+def ros():
+    """rclpy's default context on a private domain (environment restored afterwards)."""
+    saved = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")}
+    os.environ["ROS_DOMAIN_ID"] = str(DOMAIN_ID)
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    import rclpy
+
+    owner = not rclpy.ok()
+    if owner:
+        rclpy.init()
+    yield rclpy
+    if owner:
+        rclpy.shutdown()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+class Harness:
+    """Nodes on one executor, a plain probe node for test publishers/subscribers, spin helpers."""
+
+    def __init__(self, rclpy: Any):
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.rclpy = rclpy
+        self.executor = SingleThreadedExecutor()
+        self.nodes: list[Any] = []
+        self.probe = self.add(rclpy.create_node(f"test_probe_{os.getpid()}_{time.monotonic_ns()}"))
+
+    def add(self, node: Any) -> Any:
+        self.nodes.append(node)
+        self.executor.add_node(node)
+        return node
+
+    def spin(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.005)
+
+    def spin_until(self, condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if condition():
+                return True
+            self.executor.spin_once(timeout_sec=0.005)
+        return condition()
+
+    def collect(self, msg_type: type, topic: str, qos: Any = None) -> list:
+        from dynik_ros.nodes.common import RELIABLE_QOS
+
+        got: list = []
+        self.probe.create_subscription(msg_type, topic, got.append, qos or RELIABLE_QOS)
+        return got
+
+    def wait_matched(self, publisher: Any, count: int = 1) -> None:
+        assert self.spin_until(lambda: publisher.get_subscription_count() >= count), publisher.topic_name
+
+    def close(self) -> None:
+        for node in self.nodes:
+            self.executor.remove_node(node)
+            node.destroy_node()
+        self.executor.shutdown()
+
+
+@pytest.fixture
+def h(ros):
+    harness = Harness(ros)
+    yield harness
+    harness.close()
+
+
+def params(**values: Any) -> dict:
+    from rclpy.parameter import Parameter
+
+    return {"parameter_overrides": [Parameter(k, value=v) for k, v in values.items()]}
+
+
+def wearable(**values: Any):
+    from dynik_ros.nodes.wearable_node import WearableNode
+
+    return WearableNode(**params(**{"rate": 60.0, "duration": 1.0, **values}))
+
+
+def ik(**values: Any):
+    from dynik_ros.nodes.ik_node import IKNode
+
+    return IKNode(**params(**{"diagnostics_period": 0.1, **values}))
+
+
+def bridge(**values: Any):
+    from dynik_ros.nodes.bridge_node import BridgeNode
+
+    return BridgeNode(**params(**{"controller": "test_ctrl", "interface": "forward_command", **values}))
+
+
+def mocap(**values: Any):
+    from dynik_ros.nodes.mocap_node import MocapNode
+
+    return MocapNode(**params(**values))
+
+
+def ok(result: Any) -> bool:
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    return result == TransitionCallbackReturn.SUCCESS
+
+
+@pytest.fixture(scope="module")
+def samples():
+    """Serialized-ready human link states: 2 s of synthetic walking at 120 Hz (Human66)."""
+    from dynik_ros.nodes.wearable_node import SyntheticSource
+
+    return list(SyntheticSource("human66", "walking", 2.0, 120.0, 0.0, 1).samples())
+
+
+def link_msg(sample: Any, stamp_ns: int):
+    from dynik_ros.nodes.conversions import link_states_to_msg
+
+    return link_states_to_msg(
+        stamp_ns,
+        sample.names,
+        sample.positions,
+        sample.quaternions,
+        sample.linear_velocities,
+        sample.angular_velocities,
+    )
+
+
+# --------------------------------------------------------------------------- conversions (no DDS)
+def test_cdr_parser_matches_rclpy_deserialization(samples):
+    from rclpy.serialization import serialize_message
+
+    from dynik_ros.nodes.conversions import MessageRejected, link_states_from_cdr, link_states_from_msg
+
+    s = samples[7]
+    for frame, twist in (("world", True), ("", False), ("abc", True)):
+        msg = link_msg(s, 1_700_000_000_123_456_789)
+        msg.header.frame_id = frame
+        if not twist:
+            msg.twist = []
+        a, b = link_states_from_cdr(serialize_message(msg)), link_states_from_msg(msg)
+        assert a.stamp_ns == b.stamp_ns == 1_700_000_000_123_456_789
+        assert a.names == b.names == list(s.names)
+        np.testing.assert_array_equal(a.positions, b.positions)
+        np.testing.assert_allclose(a.rotations, b.rotations, atol=1e-15)
+        assert (a.angular_velocities is None) == (not twist)
+        if twist:
+            np.testing.assert_array_equal(a.angular_velocities, s.angular_velocities)
+    with pytest.raises(MessageRejected) as err:
+        link_states_from_cdr(serialize_message(link_msg(s, 1))[:300])
+    assert err.value.reason == "wrong_lengths"
+
+
+def test_stamp_and_quaternion_helpers():
+    from dynik_ros.core.quaternion import quaternion_from_rotation
+    from dynik_ros.core.so3 import exp_so3
+    from dynik_ros.nodes.conversions import ns_to_stamp, quaternion_of, stamp_to_ns
+
+    for ns in (0, 1, 999_999_999, 1_700_000_000_123_456_789):
+        assert stamp_to_ns(ns_to_stamp(ns)) == ns
+    r = exp_so3(np.array([0.3, -2.0, 1.0]))
+    np.testing.assert_allclose(quaternion_of(r), quaternion_from_rotation(r), atol=1e-12)
+
+
+# --------------------------------------------------------------------------- lifecycle
+NODE_FACTORIES = {
+    "wearable_node": lambda: wearable(),
+    "ik_node": lambda: ik(),
+    "mocap_node": lambda: mocap(),
+    "bridge_node": lambda: bridge(),
+}
+
+
+@pytest.mark.parametrize("name", list(NODE_FACTORIES))
+def test_every_lifecycle_transition(h, name):
+    node = h.add(NODE_FACTORIES[name]())
+    assert node.lifecycle_state == "unconfigured"
+    assert ok(node.trigger_configure()) and node.lifecycle_state == "inactive", node.last_error
+    n_publishers = len(list(node.publishers))
+    assert ok(node.trigger_activate()) and node.lifecycle_state == "active"
+    h.spin(0.05)
+    assert ok(node.trigger_deactivate()) and node.lifecycle_state == "inactive"
+    assert ok(node.trigger_cleanup()) and node.lifecycle_state == "unconfigured"
+    assert len(list(node.publishers)) < n_publishers  # cleanup destroyed what configure made
+    assert ok(node.trigger_configure()) and ok(node.trigger_activate())
+    assert ok(node.trigger_shutdown()) and node.lifecycle_state == "finalized"
+
+
+def test_cleanup_frees_the_model(h):
+    node = h.add(ik())
+    assert ok(node.trigger_configure())
+    assert node.ik is not None and node.robot is not None
+    assert ok(node.trigger_cleanup())
+    assert node.ik is None and node.robot is None and node._evaluator is None
+
+
+BAD_PARAMETERS = [
+    ("wearable_node", {"rate": -5.0}, "rate"),
+    ("wearable_node", {"scenario": "dancing"}, "scenario"),
+    ("wearable_node", {"source": "bag"}, "bag_path"),
+    ("wearable_node", {"source": "bag", "bag_path": "/nonexistent/bag"}, "bag_path"),
+    ("wearable_node", {"rate": "fast"}, "rate"),
+    ("ik_node", {"position_gain": -1.0}, "position_gain"),
+    ("ik_node", {"model": "human99"}, "model"),
+    ("ik_node", {"base_frame": "Pelvic"}, "base_frame"),
+    ("ik_node", {"robot": "no_such_robot"}, "robot"),
+    ("ik_node", {"config_file": "config/g1.yaml"}, "config_file"),
+    ("mocap_node", {"base_offset": [0.0, 0.0, 0.1]}, "base_offset"),
+    ("mocap_node", {"calibration_samples": 0}, "calibration_samples"),
+    ("bridge_node", {"joints": ["jRightKnee_rotz", "no_such_joint"]}, "joints"),
+    ("bridge_node", {"command_rate": 0.0}, "command_rate"),
+    ("bridge_node", {"urdf": "/nonexistent.urdf"}, "urdf"),
+]
+
+
+@pytest.mark.parametrize("name, values, parameter", BAD_PARAMETERS)
+def test_configure_fails_naming_the_bad_parameter(h, capfd, name, values, parameter):
+    factories = {"wearable_node": wearable, "ik_node": ik, "mocap_node": mocap, "bridge_node": bridge}
+    node = h.add(factories[name](**values))  # never raises: bad overrides surface at configure
+    assert not ok(node.trigger_configure())
+    assert node.lifecycle_state == "unconfigured"
+    assert f"parameter '{parameter}'" in node.last_error, node.last_error
+    if parameter == "joints":
+        assert "no_such_joint" in node.last_error
+    assert f"parameter '{parameter}'" in capfd.readouterr().err  # the error log names it too
+
+
+def test_configure_succeeds_once_the_parameter_is_fixed(h):
+    from rclpy.parameter import Parameter
+
+    node = h.add(wearable(rate=-5.0))
+    assert not ok(node.trigger_configure())
+    assert node.set_parameters([Parameter("rate", value=30.0)])[0].successful
+    assert ok(node.trigger_configure()), node.last_error
+
+
+def test_runtime_gain_changes_are_validated(h):
+    from rclpy.parameter import Parameter
+
+    node = h.add(ik())
+    assert ok(node.trigger_configure()) and ok(node.trigger_activate())
+    n_pos = 3 * node.targets.n_position
+    assert node.set_parameters([Parameter("position_gain", value=20.0)])[0].successful
+    assert node.set_parameters([Parameter("orientation_gain", value=5.0)])[0].successful
+    assert not node.set_parameters([Parameter("orientation_gain", value=5)])[0].successful  # typed double
+    np.testing.assert_array_equal(node.ik.gains[:n_pos], 20.0)
+    np.testing.assert_array_equal(node.ik.gains[n_pos:], 5.0)
+    for bad in (-1.0, math.nan, math.inf, "high"):
+        result = node.set_parameters([Parameter("position_gain", value=bad)])[0]
+        assert not result.successful, bad
+    assert "position_gain" in node.set_parameters([Parameter("position_gain", value=-1.0)])[0].reason
+    np.testing.assert_array_equal(node.ik.gains[:n_pos], 20.0)  # unchanged by the refused values
+    assert node.set_parameters([Parameter("limit_gain", value=3.0)])[0].successful
+    assert node.ik.config.limit_gain == 3.0
+    assert not node.set_parameters([Parameter("limit_gain", value=0.0)])[0].successful
+    assert not node.set_parameters([Parameter("model", value="human99")])[0].successful
+
+
+def test_tf_is_reported_when_tf2_msgs_is_missing(h):
+    node = h.add(ik(publish_tf=True))
+    assert ok(node.trigger_configure())
+    try:
+        import tf2_msgs  # noqa: F401
+
+        assert node.tf_available
+    except ImportError:
+        assert not node.tf_available
+
+
+# --------------------------------------------------------------------------- data flow
+def test_data_flows_through_all_four_nodes(h):
+    """wearable -> ik (base from mocap) -> bridge, with a mocap rigid body on the measured pelvis.
+
+    Offline pacing (each sample once the IK answered the previous one): nothing may be lost, however
+    loaded the machine is. Real-time pacing is covered by test_runner.py."""
+    from geometry_msgs.msg import PoseStamped
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState, MultiDOFJointState
+    from std_msgs.msg import Float64MultiArray
+    from visualization_msgs.msg import MarkerArray
+
+    from dynik_ros.nodes.common import SENSOR_QOS
+    from dynik_ros.nodes.conversions import pose_msg
+
+    src = h.add(wearable(rate=60.0, duration=1.5, realtime=False))
+    solver = h.add(ik(use_base_odom=True))
+    base = h.add(mocap(calibration_samples=5, align_world=False, base_frame="Pelvis"))
+    out = h.add(bridge())
+    commands = h.collect(Float64MultiArray, "/test_ctrl/commands")
+    joints = h.collect(JointState, "/dynik/joint_states")
+    odom = h.collect(Odometry, "/robot/base_odom")
+    markers = h.collect(MarkerArray, "/dynik/markers")
+    rigid = h.probe.create_publisher(PoseStamped, "/mocap/rigid_body", SENSOR_QOS)
+
+    def to_mocap(msg: MultiDOFJointState) -> None:  # a marker cluster on the pelvis
+        i = list(msg.joint_names).index("Pelvis")
+        t = msg.transforms[i]
+        pose = PoseStamped()
+        pose.header = msg.header
+        pose.pose = pose_msg(
+            (t.translation.x, t.translation.y, t.translation.z),
+            (t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w),
+        )
+        rigid.publish(pose)
+
+    h.probe.create_subscription(MultiDOFJointState, "/human/link_states", to_mocap, SENSOR_QOS)
+    for node in (out, base, solver, src):
+        assert ok(node.trigger_configure()), node.last_error
+    h.wait_matched(src._pub, 2)
+    h.wait_matched(rigid)
+    for node in (out, base, solver, src):
+        assert ok(node.trigger_activate())
+    assert h.spin_until(lambda: src.finished, timeout=10.0)
+    h.spin(0.3)
+    assert src.published == 90 and src.ack_timeouts == 0
+    assert solver.received == 90 and solver.rejections.total == 0
+    assert solver.steps == 89 and solver.qp_failures == 0
+    assert base.published == 90 - 4 and len(odom) == base.published  # 5 poses calibrate
+    assert solver.base_odom_missing <= 6  # while the mocap calibrates
+    assert len(joints) == 90 and len(commands) >= 90
+    assert all(len(c.data) == len(solver.robot.joint_names) and np.all(np.isfinite(c.data)) for c in commands)
+    # with the base pose measured, the IK's base is the measured pelvis
+    last = src._template
+    i = list(last.joint_names).index("Pelvis")
+    t = last.transforms[i].translation
+    np.testing.assert_allclose(solver.ik.base_position, (t.x, t.y, t.z), atol=0.02)
+    # stamps travel through: the last joint state has the last link-state stamp
+    assert joints[-1].header.stamp == last.header.stamp
+    assert np.mean([e[1] for e in solver.errors[20:]]) < 1e-2  # MNTE
+    # targets vs achieved axes (x, y, z) and both skeletons (22 bones of the 23 Xsens links)
+    assert markers, "no /dynik/markers"
+    spaces = [(m.ns, m.id, len(m.points)) for m in markers[-1].markers]
+    assert spaces[:6] == [("targets", k, 46) for k in range(3)] + [("achieved", k, 46) for k in range(3)]
+    assert spaces[6:] == [("skeleton", 0, 44), ("measured_skeleton", 0, 44)]
+    assert all(m.header.frame_id == "world" for m in markers[-1].markers)
+
+
+def test_bad_messages_are_refused_counted_and_the_pipeline_keeps_running(h, samples):
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import MultiDOFJointState
+    from std_msgs.msg import Float64MultiArray
+
+    from dynik_ros.nodes.common import SENSOR_QOS
+
+    solver = h.add(ik(max_input_age=0.5))
+    out = h.add(bridge())
+    diagnostics = h.collect(DiagnosticArray, "/diagnostics")
+    commands = h.collect(Float64MultiArray, "/test_ctrl/commands")
+    pub = h.probe.create_publisher(MultiDOFJointState, "/human/link_states", SENSOR_QOS)
+    for node in (out, solver):
+        assert ok(node.trigger_configure()) and ok(node.trigger_activate())
+    h.wait_matched(pub)
+    t0 = 1_700_000_000 * 10**9
+    period = 10**9 // 120
+
+    def send(msg: MultiDOFJointState) -> None:
+        before = solver.received
+        pub.publish(msg)
+        assert h.spin_until(lambda: solver.received > before, timeout=2.0)
+
+    def good(k: int) -> MultiDOFJointState:
+        return link_msg(samples[k], t0 + k * period)
+
+    for k in range(10):
+        send(good(k))
+    bad = []
+    m = good(10)
+    m.transforms[3].translation.x = math.nan
+    bad.append(("nan", m))
+    m = good(10)
+    m.twist[5].angular.z = math.inf
+    bad.append(("nan", m))
+    m = good(10)
+    m.transforms[4].rotation.w *= 1.5
+    bad.append(("non_rotation", m))
+    m = good(10)
+    m.joint_names = ["Pelvis", "Tail"] + list(m.joint_names[2:])
+    bad.append(("unknown_links", m))
+    m = good(10)
+    m.transforms = m.transforms[:-1]
+    bad.append(("wrong_lengths", m))
+    m = good(10)
+    m.twist = m.twist[:5]
+    bad.append(("wrong_lengths", m))
+    m = good(10)
+    m.joint_names = list(m.joint_names[:-1]) + ["Pelvis"]
+    bad.append(("duplicate_names", m))
+    m = good(10)
+    m.joint_names, m.transforms, m.twist = m.joint_names[:-1], m.transforms[:-1], m.twist[:-1]
+    bad.append(("missing_links", m))
+    bad.append(("out_of_order", good(5)))  # 42 ms older than the newest: out of order
+    bad.append(("out_of_order", good(9)))  # same stamp again
+    m = good(10)
+    m.header.stamp.sec -= 2  # 2 s older than the newest: stale
+    bad.append(("stale", m))
+    steps = solver.steps
+    for _, msg in bad:
+        send(msg)
+    assert solver.steps == steps
+    for k in range(10, 40):
+        send(good(k))
+    assert solver.steps == steps + 30  # kept tracking
+    expected: dict[str, int] = {}
+    for reason, _ in bad:
+        expected[reason] = expected.get(reason, 0) + 1
+    assert {k: v for k, v in solver.rejections.counts.items() if v} == expected
+    h.spin(0.15)
+
+    def ik_status() -> dict[str, str] | None:
+        for msg in reversed(diagnostics):
+            for status in msg.status:
+                if status.name.startswith(solver.get_name()):
+                    return {kv.key: kv.value for kv in status.values}
+        return None
+
+    assert h.spin_until(lambda: (ik_status() or {}).get("rejected_total") == str(len(bad)), timeout=2.0)
+    status = ik_status()
+    for reason, count in expected.items():
+        assert status[f"rejected_{reason}"] == str(count)
+    assert float(status["solve_time_p50_ms"]) > 0 and status["qp_status"] != "none"
+    assert len(commands) >= 40 and all(np.all(np.isfinite(c.data)) for c in commands)
+
+
+def test_wearable_offline_mode_waits_for_the_ik(h):
+    from sensor_msgs.msg import MultiDOFJointState
+
+    from dynik_ros.nodes.common import SENSOR_QOS
+
+    src = h.add(wearable(rate=60.0, duration=0.5, realtime=False, ack_timeout=0.4))
+    got = h.collect(MultiDOFJointState, "/human/link_states", SENSOR_QOS)
+    assert ok(src.trigger_configure()) and ok(src.trigger_activate())
+    h.spin(0.25)
+    assert src.published == 1 and len(got) == 1  # nobody answers the first sample...
+    assert h.spin_until(lambda: src.published == 2, timeout=1.0)  # ...until ack_timeout
+    assert src.ack_timeouts == 1
+    solver = h.add(ik())
+    assert ok(solver.trigger_configure()) and ok(solver.trigger_activate())
+    h.wait_matched(src._pub, 2)
+    before, timeouts = src.published, src.ack_timeouts
+    assert h.spin_until(lambda: src.finished, timeout=10.0)
+    assert src.published == 30
+    assert src.ack_timeouts - timeouts <= 1  # at most the sample sent before the IK listened
+    assert solver.received >= 30 - before
+
+
+def test_wearable_loops_with_increasing_stamps(h):
+    from sensor_msgs.msg import MultiDOFJointState
+
+    from dynik_ros.nodes.common import SENSOR_QOS
+    from dynik_ros.nodes.conversions import stamp_to_ns
+
+    src = h.add(wearable(rate=100.0, duration=0.1, loop=True, scenario="running"))
+    got = h.collect(MultiDOFJointState, "/human/link_states", SENSOR_QOS)
+    assert ok(src.trigger_configure())
+    h.wait_matched(src._pub)
+    assert ok(src.trigger_activate())
+    assert h.spin_until(lambda: len(got) >= 25, timeout=5.0)
+    assert src.loops >= 2 and not src.finished
+    stamps = np.array([stamp_to_ns(m.header.stamp) for m in got])
+    steps = np.diff(stamps)  # one period, across the loop boundaries too (a lost sample: two)
+    assert np.all(steps > 0) and np.all(steps % 10_000_000 == 0)
+    assert len(got[0].joint_names) == 23 and len(got[0].twist) == 23
+
+
+# --------------------------------------------------------------------------- bridge safety
+def _joint_states(names: list[str], positions: np.ndarray, stamp_ns: int):
+    from dynik_ros.nodes.conversions import joint_state_msg
+
+    return joint_state_msg(stamp_ns, names, positions, np.zeros(len(names)))
+
+
+def _bridge_with_input(h, **values):
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from dynik_ros.nodes.common import RELIABLE_QOS
+
+    node = h.add(bridge(**values))
+    commands = h.collect(Float64MultiArray, "/test_ctrl/commands")
+    pub = h.probe.create_publisher(JointState, "/dynik/joint_states", RELIABLE_QOS)
+    assert ok(node.trigger_configure()), node.last_error
+    h.wait_matched(pub)
+    h.wait_matched(node._pub)
+    return node, pub, commands
+
+
+def test_bridge_sends_nothing_while_inactive(h, human66):
+    node, pub, commands = _bridge_with_input(h, ramp_time=0.0)
+    names = human66.joint_names
+    for k in range(10):
+        pub.publish(_joint_states(names, np.zeros(len(names)), k))
+        h.spin(0.02)
+    h.spin(0.2)
+    assert commands == [] and node.commands_sent == 0
+    assert ok(node.trigger_activate())
+    pub.publish(_joint_states(names, np.zeros(len(names)), 100))
+    assert h.spin_until(lambda: len(commands) >= 3)
+    assert ok(node.trigger_deactivate())
+    h.spin(0.1)
+    n = len(commands)
+    for k in range(10):
+        pub.publish(_joint_states(names, np.zeros(len(names)), 200 + k))
+        h.spin(0.02)
+    h.spin(0.2)
+    assert len(commands) == n  # nothing while inactive, not even the hold timer
+
+
+def test_bridge_holds_the_last_command_when_the_source_stops(h, human66):
+    node, pub, commands = _bridge_with_input(h, ramp_time=0.0, stale_timeout=0.05, command_rate=100.0)
+    assert ok(node.trigger_activate())
+    names = human66.joint_names
+    target = np.clip(0.2 * np.ones(len(names)), human66.lower, human66.upper)
+    for k in range(20):
+        pub.publish(_joint_states(names, target, k * 10**7))
+        h.spin(0.01)
+    h.spin(0.05)
+    n = len(commands)
+    h.spin(0.5)  # the source stopped
+    held = commands[n:]
+    assert len(held) >= 20  # about command_rate while holding
+    last = np.asarray(held[-1].data)
+    assert all(np.array_equal(np.asarray(c.data), last) for c in held[1:])
+    assert all(np.all(np.isfinite(c.data)) for c in commands)
+    assert node.hold_events == 1 and node._holding
+
+
+def test_bridge_clamps_and_rate_limits(h, human66):
+    node, pub, commands = _bridge_with_input(h, ramp_time=0.0)
+    assert ok(node.trigger_activate())
+    names = human66.joint_names
+    start = np.clip(np.zeros(len(names)), human66.lower, human66.upper)
+    pub.publish(_joint_states(names, start, 1))
+    assert h.spin_until(lambda: len(commands) >= 1)
+    far = human66.upper + 1.0  # beyond every upper limit
+    pub.publish(_joint_states(names, far, 2))
+    assert h.spin_until(lambda: node.fresh_commands >= 2)
+    h.spin(0.005)
+    previous, latest = np.asarray(commands[0].data), np.asarray(node.last_command)
+    assert np.all(latest <= human66.upper + 1e-12)
+    step = np.abs(latest - previous)
+    assert np.all(step <= human66.velocity_limit * 2.0 / node.params["command_rate"] + 1e-9)
+    assert np.any(step > 0)
+    assert node.rate_limited >= 1 and node.clamped >= 1
+    for k in range(80):  # a fresh input stream: the commands converge to the clamped target
+        pub.publish(_joint_states(names, far, 3 + k))
+        h.spin(0.01)
+    np.testing.assert_allclose(node.last_command, np.minimum(far, human66.upper), atol=1e-9)
+    bad = _joint_states(names, start, 100)
+    bad.position[0] = math.nan
+    pub.publish(bad)
+    h.spin(0.1)
+    assert node.rejections.counts["nan"] == 1
+    assert all(np.all(np.isfinite(c.data)) for c in commands)
+
+
+def test_bridge_joint_trajectory_in_controller_order(h, human66):
+    from sensor_msgs.msg import JointState
+    from trajectory_msgs.msg import JointTrajectory
+
+    from dynik_ros.nodes.common import RELIABLE_QOS
+
+    order = ["jRightKnee_rotz", "jLeftKnee_rotz", "jRightElbow_rotz"]
+    assert all(j in human66.joint_names for j in order)
+    node = h.add(bridge(interface="joint_trajectory", joints=order, ramp_time=0.0, time_from_start=0.1))
+    got = h.collect(JointTrajectory, "/test_ctrl/joint_trajectory")
+    pub = h.probe.create_publisher(JointState, "/dynik/joint_states", RELIABLE_QOS)
+    assert ok(node.trigger_configure()) and ok(node.trigger_activate())
+    h.wait_matched(pub)
+    names = human66.joint_names
+    values = np.clip(np.linspace(-0.5, 0.5, len(names)), human66.lower, human66.upper)
+    pub.publish(_joint_states(names, values, 5))
+    assert h.spin_until(lambda: len(got) >= 1)
+    msg = got[0]
+    assert list(msg.joint_names) == order
+    assert len(msg.points) == 1 and msg.points[0].time_from_start.nanosec == 100_000_000
+    np.testing.assert_allclose(msg.points[0].positions, [values[names.index(j)] for j in order])
+    assert msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0  # start now
+
+
+def test_bridge_ramps_from_the_measured_robot_state(h, human66):
+    from sensor_msgs.msg import JointState
+
+    from dynik_ros.nodes.common import RELIABLE_QOS
+
+    node, pub, commands = _bridge_with_input(h, ramp_time=0.5)
+    robot = h.probe.create_publisher(JointState, "/joint_states", RELIABLE_QOS)
+    h.wait_matched(robot)
+    names = human66.joint_names
+    measured = np.clip(np.full(len(names), -0.1), human66.lower, human66.upper)
+    target = np.clip(np.full(len(names), 0.1), human66.lower, human66.upper)
+    robot.publish(_joint_states(names, measured, 1))
+    h.spin(0.1)
+    assert ok(node.trigger_activate())
+    for k in range(70):
+        pub.publish(_joint_states(names, target, k))
+        h.spin(0.01)
+    h.spin(0.1)
+    first = np.asarray(commands[0].data)
+    moving = np.flatnonzero(target != measured)
+    assert np.all(np.abs(first - measured)[moving] < np.abs(target - measured)[moving] * 0.1)
+    np.testing.assert_allclose(node.last_command, target, atol=1e-9)
+
+
+# --------------------------------------------------------------------------- mocap
+def test_mocap_calibrates_aligns_and_refuses_bad_poses(h):
+    from geometry_msgs.msg import PoseStamped
+    from nav_msgs.msg import Odometry
+
+    from dynik_ros.core.so3 import rotation_about
+    from dynik_ros.nodes.common import SENSOR_QOS
+    from dynik_ros.nodes.conversions import ns_to_stamp, pose_msg, quaternion_of
+
+    node = h.add(mocap(calibration_samples=10, initial_base_position=[0.0, 0.0, 0.8], initial_base_yaw=0.0))
+    odom = h.collect(Odometry, "/robot/base_odom")
+    pub = h.probe.create_publisher(PoseStamped, "/mocap/rigid_body", SENSOR_QOS)
+    assert ok(node.trigger_configure()) and ok(node.trigger_activate())
+    h.wait_matched(pub)
+
+    def send(k: int, position, yaw: float, quat=None) -> None:
+        msg = PoseStamped()
+        msg.header.stamp = ns_to_stamp(10**18 + k * 10**7)
+        msg.pose = pose_msg(
+            np.asarray(position), quaternion_of(rotation_about("z", yaw)) if quat is None else quat
+        )
+        before = node.received
+        pub.publish(msg)
+        assert h.spin_until(lambda: node.received > before)
+
+    for k in range(10):  # standing still at (1, 2, 0.9) facing yaw 0.5
+        send(k, (1.0, 2.0, 0.9), 0.5)
+    assert node.estimator.calibrated
+    send(10, (1.0 + 0.01 * np.cos(0.5), 2.0 + 0.01 * np.sin(0.5), 0.9), 0.5)  # 1 m/s forward
+    send(11, (math.nan, 2.0, 0.9), 0.5)
+    send(12, (1.0, 2.0, 0.9), 0.5, quat=(0.0, 0.0, 0.0, 2.0))
+    send(5, (1.0, 2.0, 0.9), 0.5)  # older stamp
+    assert node.rejections.counts == {"nan": 1, "non_rotation": 1, "out_of_order": 1}
+    assert h.spin_until(lambda: len(odom) >= 2)
+    first, moved = odom[0], odom[-1]
+    p = first.pose.pose.position
+    assert (p.x, p.y, p.z) == pytest.approx((0.0, 0.0, 0.8), abs=1e-9)
+    assert first.pose.pose.orientation.w == pytest.approx(1.0, abs=1e-9)  # heading aligned to yaw 0
+    assert moved.pose.pose.position.x == pytest.approx(0.01, abs=1e-9)
+    assert moved.twist.twist.linear.x > 0.1  # forward in the base frame (filtered finite difference)
+    assert first.child_frame_id == "base_link" and first.header.frame_id == "world"
+
+
+# --------------------------------------------------------------------------- robot model
+def test_ik_node_retargets_to_the_g1(h, samples):
+    from sensor_msgs.msg import JointState, MultiDOFJointState
+
+    from dynik_ros.nodes.common import SENSOR_QOS
+
+    solver = h.add(ik(model="", robot="g1"))
+    joints = h.collect(JointState, "/dynik/joint_states")
+    pub = h.probe.create_publisher(MultiDOFJointState, "/human/link_states", SENSOR_QOS)
+    assert ok(solver.trigger_configure()), solver.last_error
+    assert ok(solver.trigger_activate())
+    h.wait_matched(pub)
+    for k in range(30):
+        pub.publish(link_msg(samples[k], 10**18 + k * 10**9 // 120))
+        h.spin_until(lambda k=k: solver.received > k, timeout=2.0)
+    assert h.spin_until(lambda: len(joints) >= 30)
+    assert solver.rejections.total == 0 and solver.steps == 29
+    assert list(joints[-1].name) == solver.robot.joint_names and len(joints[-1].name) == 29
+    assert np.all(np.isfinite(joints[-1].position))
+    assert len(solver._skeleton_links) >= 10  # robot skeleton: nearest tracked ancestors
+    marker_array = solver._markers(*solver._latest)
+    points = np.array([(p.x, p.y, p.z) for m in marker_array.markers for p in m.points])
+    assert np.all(np.isfinite(points)) and len(points) == 2 * (6 * 14 + len(solver._skeleton_links))
