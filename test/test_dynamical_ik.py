@@ -283,3 +283,15 @@ def test_pairwise_handles_rigidly_attached_targets(human48):
     q, _ = solver.step(motion.measurements(targets)[10], 1 / 60)
     assert solver.info.converged
     assert np.abs(pin.difference(human48.model, q, motion.q[10])).max() < 1e-5
+
+
+def test_external_base_pose_is_validated(human66):
+    ik = DynamicalIK(human66, human_targets())
+    ik.set_base_pose([0.1, 0.2, 0.9], rotation_about("z", 0.5))
+    np.testing.assert_allclose(ik.q[:3], [0.1, 0.2, 0.9])
+    before = ik.q.copy()
+    with pytest.raises(ValueError, match="finite"):
+        ik.set_base_pose([np.nan, 0.0, 0.0], np.eye(3))
+    with pytest.raises(ValueError, match="rotation"):
+        ik.set_base_pose([0.0, 0.0, 0.0], 2.0 * np.eye(3))
+    np.testing.assert_array_equal(ik.q, before)

@@ -36,7 +36,7 @@ import osqp
 from dynik_ros.core.base_integration import SCHEMES, integrate_rotation
 from dynik_ros.core.frame_kinematics import FrameKinematics, to_pinocchio_velocity
 from dynik_ros.core.robot_model import RobotModel
-from dynik_ros.core.so3 import exp_so3, orientation_residual_world
+from dynik_ros.core.so3 import determinant, exp_so3, orientation_residual_world, orthonormality_error
 from dynik_ros.core.targets import FrameTarget, Measurements, TargetSet
 from dynik_ros.core.velocity_qp import QPSettings, VelocityQP
 
@@ -154,6 +154,18 @@ class DynamicalIK:
     def v(self) -> np.ndarray:
         """Current velocity in pinocchio's tangent layout (base twist in the base frame)."""
         return to_pinocchio_velocity(self.nu, self.base_rotation, self.robot.floating_base)
+
+    def set_base_pose(self, position: np.ndarray, rotation: np.ndarray) -> None:
+        """Overwrite the base pose with an external estimate (e.g. mocap feedback) before the next step."""
+        position = np.asarray(position, dtype=float).reshape(3)
+        rotation = np.asarray(rotation, dtype=float).reshape(3, 3)
+        if not (np.all(np.isfinite(position)) and np.all(np.isfinite(rotation))):
+            raise ValueError("base pose must be finite")
+        if orthonormality_error(rotation) > self.config.rotation_tolerance or determinant(rotation) <= 0:
+            raise ValueError("base rotation is not a rotation matrix")
+        if not self.robot.floating_base:
+            raise ValueError(f"{self.robot.name} has a fixed base")
+        self.base_position, self.base_rotation = position.copy(), rotation.copy()
 
     def set_gains(self, position_gain: float | None = None, orientation_gain: float | None = None) -> None:
         """Set every position and/or orientation gain of ``K`` (eq. 7) at run time; must be >= 0."""

@@ -416,8 +416,7 @@ class IKNode(DynikLifecycleNode):
                 throttle_duration_sec=2.0,
             )
             return
-        self.ik.base_position = odom[1].copy()
-        self.ik.base_rotation = odom[2].copy()
+        self.ik.set_base_pose(odom[1], odom[2])
 
     # ----------------------------------------------------------------- outputs
     def _publish_state(self, stamp: int, q: np.ndarray, v: np.ndarray) -> None:
