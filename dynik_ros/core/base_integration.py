@@ -23,8 +23,18 @@ SCHEMES = ("exp", "euler")
 
 
 def orthonormality_correction(rotation: np.ndarray, gain: float) -> np.ndarray:
-    """``A = rho/2 ((R^T R)^-1 - I)`` of eq. (14a)."""
-    return 0.5 * gain * (np.linalg.inv(rotation.T @ rotation) - np.eye(3))
+    """``A = rho/2 ((R^T R)^-1 - I)`` of eq. (14a); the symmetric 3x3 inverse by its adjugate."""
+    (a, b, c), (_, d, e), (_, _, f) = (rotation.T @ rotation).tolist()
+    cofactors = (d * f - e * e, c * e - b * f, b * e - c * d, a * f - c * c, b * c - a * e, a * d - b * b)
+    s = 0.5 * gain / (a * cofactors[0] + b * cofactors[1] + c * cofactors[2])
+    h = 0.5 * gain
+    return np.array(
+        (
+            (s * cofactors[0] - h, s * cofactors[1], s * cofactors[2]),
+            (s * cofactors[1], s * cofactors[3] - h, s * cofactors[4]),
+            (s * cofactors[2], s * cofactors[4], s * cofactors[5] - h),
+        )
+    )
 
 
 def integrate_rotation(

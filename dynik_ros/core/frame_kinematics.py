@@ -40,7 +40,11 @@ class FrameKinematics:
                 start = self.model.joints[j].idx_v - nb
                 support[row, start : start + self.model.joints[j].nv] = True
         self._support_pos = support[: self._n_pos]
-        self._support_ori = support[self._n_pos :]
+        # Gather indices of the angular rows' structural non-zeros: row, column of J, axis in data.J.
+        frame, column = np.nonzero(support[self._n_pos :])
+        axis = np.tile(np.arange(3), frame.size)
+        self._ori_rows = 3 * (self._n_pos + np.repeat(frame, 3)) + axis
+        self._ori_src = (3 + axis, nb + np.repeat(column, 3))
         self.rows = 3 * len(self._all_ids)
         self.jacobian = np.zeros((self.rows, nv))
         if nb:
@@ -54,7 +58,7 @@ class FrameKinematics:
             pat[: 3 * self._n_pos, :6] = True
             pat[3 * self._n_pos :, 3:6] = True
         pat[: 3 * self._n_pos, self._nb :] = np.repeat(self._support_pos, 3, axis=0)
-        pat[3 * self._n_pos :, self._nb :] = np.repeat(self._support_ori, 3, axis=0)
+        pat[self._ori_rows, self._ori_src[1]] = True
         return pat
 
     def update(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -99,10 +103,8 @@ class FrameKinematics:
                 skew_rows[:, 1, 0], skew_rows[:, 1, 2] = -d[:, 2], d[:, 0]
                 skew_rows[:, 2, 0], skew_rows[:, 2, 1] = d[:, 1], -d[:, 0]
                 out[: 3 * npos, 3:6] = skew_rows.reshape(3 * npos, 3)
-        no = len(self.orientation_ids)
-        if no:
-            block = ang.T[None, :, :] * self._support_ori[:, :, None]  # (n_o, n, 3)
-            out[3 * npos :, nb:] = block.transpose(0, 2, 1).reshape(3 * no, -1)
+        # angular rows: the world angular velocity of every supporting joint column, copied in place
+        out[self._ori_rows, self._ori_src[1]] = jw[self._ori_src]
         return out
 
 

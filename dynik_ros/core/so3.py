@@ -62,12 +62,22 @@ def determinant(r: np.ndarray) -> np.ndarray:
 def exp_so3(phi: np.ndarray) -> np.ndarray:
     """Rotation matrices ``exp(S(phi))`` (Rodrigues' formula) for rotation vectors ``phi`` ``(..., 3)``."""
     phi = np.asarray(phi, dtype=float)
-    if phi.ndim == 1:  # the per-step base rotation: skip the vectorised branches
-        angle = math.sqrt(phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2])
-        k = skew(phi)
-        if angle < 1e-8:
-            return np.eye(3) + k + 0.5 * (k @ k)
-        return np.eye(3) + (math.sin(angle) / angle) * k + ((1.0 - math.cos(angle)) / angle**2) * (k @ k)
+    if phi.ndim == 1:  # the per-step base rotation, in scalar arithmetic (numpy calls cost more here)
+        x, y, z = phi.tolist()
+        angle2 = x * x + y * y + z * z
+        if angle2 < 1e-16:
+            a, b = 1.0 - angle2 / 6.0, 0.5 - angle2 / 24.0
+        else:
+            angle = math.sqrt(angle2)
+            a, b = math.sin(angle) / angle, (1.0 - math.cos(angle)) / angle2
+        # I + a S(phi) + b S(phi)^2, with S(phi)^2 = phi phi^T - |phi|^2 I
+        return np.array(
+            (
+                (1.0 + b * (x * x - angle2), b * x * y - a * z, b * x * z + a * y),
+                (b * x * y + a * z, 1.0 + b * (y * y - angle2), b * y * z - a * x),
+                (b * x * z - a * y, b * y * z + a * x, 1.0 + b * (z * z - angle2)),
+            )
+        )
     angle = np.linalg.norm(phi, axis=-1)[..., None, None]
     k = skew(phi)
     small = angle < 1e-8

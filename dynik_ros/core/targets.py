@@ -152,7 +152,7 @@ class Measurements:
                 continue
             if np.shape(value) != shape:
                 raise InvalidMeasurementError(f"{label} has shape {np.shape(value)}, expected {shape}")
-            if not np.all(np.isfinite(value)):
+            if not np.isfinite(value).all():
                 bad = np.unique(np.nonzero(~np.isfinite(value))[0])
                 links = (
                     targets.position_links
