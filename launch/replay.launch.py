@@ -13,9 +13,9 @@ Without ros2 bag, ``dynik-ros run`` runs the same replay in one process and writ
 
 from __future__ import annotations
 
-import importlib.util
+import runpy
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 
 from launch.actions import OpaqueFunction
 from launch.launch_context import LaunchContext
@@ -38,16 +38,8 @@ ARGUMENTS = (
 )
 
 
-def _load_common() -> ModuleType:
-    """launch/dynik_launch_common.py, loaded by path (launch files are not importable modules)."""
-    path = Path(__file__).resolve().parent / "dynik_launch_common.py"
-    spec = importlib.util.spec_from_file_location("dynik_launch_common", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-COMMON = _load_common()
+# launch/dynik_launch_common.py (launch files are not importable modules: run it by path)
+COMMON = SimpleNamespace(**runpy.run_path(str(Path(__file__).resolve().with_name("dynik_launch_common.py"))))
 
 
 def _setup(context: LaunchContext) -> list:

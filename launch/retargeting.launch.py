@@ -11,9 +11,9 @@ The lifecycle nodes are brought to *active* by the launch file (ik_node first, t
 
 from __future__ import annotations
 
-import importlib.util
+import runpy
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 
 from launch.actions import OpaqueFunction
 from launch.launch_context import LaunchContext
@@ -39,16 +39,8 @@ ARGUMENTS = (
 )
 
 
-def _load_common() -> ModuleType:
-    """launch/dynik_launch_common.py, loaded by path (launch files are not importable modules)."""
-    path = Path(__file__).resolve().parent / "dynik_launch_common.py"
-    spec = importlib.util.spec_from_file_location("dynik_launch_common", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-COMMON = _load_common()
+# launch/dynik_launch_common.py (launch files are not importable modules: run it by path)
+COMMON = SimpleNamespace(**runpy.run_path(str(Path(__file__).resolve().with_name("dynik_launch_common.py"))))
 
 
 def _setup(context: LaunchContext) -> list:

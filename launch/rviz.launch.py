@@ -11,9 +11,9 @@ RobotModel display reads. Needs a ROS 2 install with robot_state_publisher and r
 
 from __future__ import annotations
 
-import importlib.util
+import runpy
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 
 import launch_ros.actions
 from launch.actions import OpaqueFunction
@@ -24,16 +24,8 @@ from launch_ros.parameter_descriptions import ParameterValue
 ARGUMENTS = ("model", "robot", "config_file", "rviz_config", "use_sim_time")
 
 
-def _load_common() -> ModuleType:
-    """launch/dynik_launch_common.py, loaded by path (launch files are not importable modules)."""
-    path = Path(__file__).resolve().parent / "dynik_launch_common.py"
-    spec = importlib.util.spec_from_file_location("dynik_launch_common", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-COMMON = _load_common()
+# launch/dynik_launch_common.py (launch files are not importable modules: run it by path)
+COMMON = SimpleNamespace(**runpy.run_path(str(Path(__file__).resolve().with_name("dynik_launch_common.py"))))
 
 
 def _setup(context: LaunchContext) -> list:
