@@ -24,8 +24,8 @@ def normalize_quaternion(q: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
     q = np.asarray(q, dtype=float)
     if q.shape[-1:] != (4,):
         raise ValueError(f"quaternions must have shape (..., 4), got {q.shape}")
-    norm = np.linalg.norm(q, axis=-1, keepdims=True)
-    if not np.all(np.isfinite(q)):
+    norm = np.sqrt(np.einsum("...i,...i->...", q, q))[..., None]
+    if not np.isfinite(q).all():
         raise ValueError("quaternion has non-finite components")
     if np.any(norm < tolerance):
         raise ValueError(f"quaternion norm below {tolerance}: no rotation is defined")
@@ -38,16 +38,19 @@ def rotation_from_quaternion(q: np.ndarray) -> np.ndarray:
     The input is normalized first (messages from other tools are not always exactly unit length); ``q`` and
     ``-q`` give the same matrix.
     """
-    x, y, z, w = np.moveaxis(normalize_quaternion(q), -1, 0)
-    xx, yy, zz = x * x, y * y, z * z
-    xy, xz, yz = x * y, x * z, y * z
-    wx, wy, wz = w * x, w * y, w * z
-    rows = (
-        (1.0 - 2.0 * (yy + zz), 2.0 * (xy - wz), 2.0 * (xz + wy)),
-        (2.0 * (xy + wz), 1.0 - 2.0 * (xx + zz), 2.0 * (yz - wx)),
-        (2.0 * (xz - wy), 2.0 * (yz + wx), 1.0 - 2.0 * (xx + yy)),
-    )
-    return np.stack([np.stack(row, axis=-1) for row in rows], axis=-2)
+    q = normalize_quaternion(q)
+    x, y, z, w = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    out = np.empty(q.shape[:-1] + (3, 3))
+    out[..., 0, 0] = 1.0 - 2.0 * (y * y + z * z)
+    out[..., 0, 1] = 2.0 * (x * y - w * z)
+    out[..., 0, 2] = 2.0 * (x * z + w * y)
+    out[..., 1, 0] = 2.0 * (x * y + w * z)
+    out[..., 1, 1] = 1.0 - 2.0 * (x * x + z * z)
+    out[..., 1, 2] = 2.0 * (y * z - w * x)
+    out[..., 2, 0] = 2.0 * (x * z - w * y)
+    out[..., 2, 1] = 2.0 * (y * z + w * x)
+    out[..., 2, 2] = 1.0 - 2.0 * (x * x + y * y)
+    return out
 
 
 def quaternion_from_rotation(r: np.ndarray) -> np.ndarray:
