@@ -25,7 +25,7 @@ from scipy.linalg import cho_factor, cho_solve
 _INFTY = float(osqp.constant("OSQP_INFTY"))
 # OSQP statuses whose iterate is usable: solved, solved inaccurate, iteration or time limit reached.
 _USABLE = tuple(
-    osqp.constant(name)
+    int(getattr(osqp.SolverStatus, name))
     for name in ("OSQP_SOLVED", "OSQP_SOLVED_INACCURATE", "OSQP_MAX_ITER_REACHED", "OSQP_TIME_LIMIT_REACHED")
 )
 
