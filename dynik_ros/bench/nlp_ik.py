@@ -15,10 +15,10 @@ import numpy as np
 import pinocchio as pin
 from scipy.optimize import least_squares
 
-from dynik_ros.core.frame_kinematics import FrameKinematics
+from dynik_ros.core.frame_kinematics import FrameKinematics, pose_residual
 from dynik_ros.core.instantaneous_ik import IterationInfo
 from dynik_ros.core.robot_model import RobotModel
-from dynik_ros.core.so3 import exp_so3, orientation_residual_world
+from dynik_ros.core.so3 import exp_so3
 from dynik_ros.core.targets import FrameTarget, Measurements, TargetSet
 
 
@@ -37,13 +37,9 @@ class NlpWholeBodyIK:
         if not robot.floating_base:
             raise ValueError("NlpWholeBodyIK expects a floating-base model")
         self.robot = robot
-        self.targets = targets if isinstance(targets, TargetSet) else TargetSet(targets)
+        self.targets = TargetSet.of(targets)
         self.tolerance, self.max_evaluations = tolerance, max_evaluations
-        self.kinematics = FrameKinematics(
-            robot,
-            [t.frame for t in self.targets.position_targets],
-            [t.frame for t in self.targets.orientation_targets],
-        )
+        self.kinematics = FrameKinematics.for_targets(robot, self.targets)
         self.weights = self.targets.weights()
         self.q = robot.neutral_configuration() if q0 is None else np.asarray(q0, dtype=float)
         inf = np.full(6, np.inf)
@@ -60,12 +56,7 @@ class NlpWholeBodyIK:
 
         def residual(x: np.ndarray) -> np.ndarray:
             positions, rotations = self.kinematics.update(configuration(x))
-            r = np.concatenate(
-                (
-                    (measurements.positions - positions).reshape(-1),
-                    orientation_residual_world(rotations, measurements.rotations).reshape(-1),
-                )
-            )
+            r = pose_residual(positions, rotations, measurements.positions, measurements.rotations)
             return self.weights * r
 
         def jacobian(x: np.ndarray) -> np.ndarray:

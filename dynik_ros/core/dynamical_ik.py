@@ -34,9 +34,9 @@ import numpy as np
 import osqp
 
 from dynik_ros.core.base_integration import SCHEMES, integrate_rotation
-from dynik_ros.core.frame_kinematics import FrameKinematics, to_pinocchio_velocity
+from dynik_ros.core.frame_kinematics import FrameKinematics, pose_residual, to_pinocchio_velocity
 from dynik_ros.core.robot_model import RobotModel
-from dynik_ros.core.so3 import determinant, exp_so3, orientation_residual_world, orthonormality_error
+from dynik_ros.core.so3 import determinant, exp_so3, orthonormality_error
 from dynik_ros.core.targets import FrameTarget, Measurements, TargetSet
 from dynik_ros.core.velocity_qp import QPSettings, VelocityQP
 
@@ -108,13 +108,9 @@ class DynamicalIK:
         q0: np.ndarray | None = None,
     ):
         self.robot = robot
-        self.targets = targets if isinstance(targets, TargetSet) else TargetSet(targets)
+        self.targets = TargetSet.of(targets)
         self.config = config or DynamicalIKConfig()
-        self.kinematics = FrameKinematics(
-            robot,
-            [t.frame for t in self.targets.position_targets],
-            [t.frame for t in self.targets.orientation_targets],
-        )
+        self.kinematics = FrameKinematics.for_targets(robot, self.targets)
         self.gains = self.targets.gains()
         self.weights = self.targets.weights()
         nb, n = robot.base_dofs, robot.n_joints
@@ -192,12 +188,7 @@ class DynamicalIK:
         kinematics = self.kinematics
         positions, rotations = kinematics.poses(self.q) if predicted else kinematics.update(self.q)
         ref_pos, ref_rot = self._reference_pose(measurements)
-        residual = np.concatenate(
-            (
-                (ref_pos - positions).reshape(-1),
-                orientation_residual_world(rotations, ref_rot).reshape(-1),
-            )
-        )
+        residual = pose_residual(positions, rotations, ref_pos, ref_rot)
         feed_forward = np.concatenate(
             (
                 _zeros_if_none(measurements.linear_velocities, self.targets.n_position),

@@ -14,6 +14,8 @@ import numpy as np
 import pinocchio as pin
 
 from dynik_ros.core.robot_model import RobotModel
+from dynik_ros.core.so3 import orientation_residual_world
+from dynik_ros.core.targets import TargetSet
 
 
 class FrameKinematics:
@@ -50,6 +52,13 @@ class FrameKinematics:
         if nb:
             self.jacobian[: 3 * self._n_pos, :3] = np.tile(np.eye(3), (self._n_pos, 1))
             self.jacobian[3 * self._n_pos :, 3:6] = np.tile(np.eye(3), (len(self.orientation_ids), 1))
+
+    @classmethod
+    def for_targets(cls, robot: RobotModel, targets: TargetSet) -> FrameKinematics:
+        """Kinematics of the frames of ``targets``: position targets then orientation targets (eq. 3)."""
+        return cls(
+            robot, [t.frame for t in targets.position_targets], [t.frame for t in targets.orientation_targets]
+        )
 
     def pattern(self) -> np.ndarray:
         """Structural non-zeros of :attr:`jacobian` (fixed for the model and frame list)."""
@@ -106,6 +115,18 @@ class FrameKinematics:
         # angular rows: the world angular velocity of every supporting joint column, copied in place
         out[self._ori_rows, self._ori_src[1]] = jw[self._ori_src]
         return out
+
+
+def pose_residual(
+    positions: np.ndarray, rotations: np.ndarray, target_positions: np.ndarray, target_rotations: np.ndarray
+) -> np.ndarray:
+    """Residual ``r`` of eq. (5), stacked like ``J``: position errors, then world-frame rotation errors."""
+    return np.concatenate(
+        (
+            (target_positions - positions).reshape(-1),
+            orientation_residual_world(rotations, target_rotations).reshape(-1),
+        )
+    )
 
 
 def to_pinocchio_velocity(nu_mixed: np.ndarray, base_rotation: np.ndarray, floating_base: bool) -> np.ndarray:

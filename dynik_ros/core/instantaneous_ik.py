@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from dynik_ros.core.frame_kinematics import FrameKinematics
+from dynik_ros.core.frame_kinematics import FrameKinematics, pose_residual
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.so3 import exp_so3, orientation_residual_world
 from dynik_ros.core.targets import FrameTarget, Measurements, TargetSet
@@ -45,14 +45,10 @@ class WholeBodyIK:
         qp: QPSettings | None = None,
     ):
         self.robot = robot
-        self.targets = targets if isinstance(targets, TargetSet) else TargetSet(targets)
+        self.targets = TargetSet.of(targets)
         self.tolerance = tolerance
         self.max_iterations = max_iterations
-        self.kinematics = FrameKinematics(
-            robot,
-            [t.frame for t in self.targets.position_targets],
-            [t.frame for t in self.targets.orientation_targets],
-        )
+        self.kinematics = FrameKinematics.for_targets(robot, self.targets)
         self.weights = self.targets.weights()
         nb, n = robot.base_dofs, robot.n_joints
         rows = np.hstack((np.zeros((n, nb)), np.eye(n)))
@@ -69,12 +65,7 @@ class WholeBodyIK:
             iterations += 1
             q = self.robot.join(p, rot, s)
             positions, rotations = self.kinematics.update(q)
-            residual = np.concatenate(
-                (
-                    (measurements.positions - positions).reshape(-1),
-                    orientation_residual_world(rotations, measurements.rotations).reshape(-1),
-                )
-            )
+            residual = pose_residual(positions, rotations, measurements.positions, measurements.rotations)
             if np.abs(residual).max(initial=0.0) < self.tolerance:
                 converged = True
                 break
@@ -104,7 +95,7 @@ class PairwiseIK:
         q0: np.ndarray | None = None,
     ):
         self.robot = robot
-        self.targets = targets if isinstance(targets, TargetSet) else TargetSet(targets)
+        self.targets = TargetSet.of(targets)
         self.tolerance, self.max_iterations, self.damping = tolerance, max_iterations, damping
         self.q = robot.neutral_configuration() if q0 is None else np.asarray(q0, dtype=float)
         model = robot.model

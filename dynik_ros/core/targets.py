@@ -71,6 +71,11 @@ class TargetSet:
         self.position_targets = tuple(t for t in self.targets if t.position)
         self.orientation_targets = tuple(t for t in self.targets if t.orientation)
 
+    @classmethod
+    def of(cls, targets: TargetSet | Sequence[FrameTarget]) -> TargetSet:
+        """``targets`` as a :class:`TargetSet` (built from a sequence of :class:`FrameTarget` if needed)."""
+        return targets if isinstance(targets, TargetSet) else cls(targets)
+
     @property
     def n_position(self) -> int:
         return len(self.position_targets)
