@@ -141,9 +141,11 @@ def synthesize(
     noise: NoiseSpec | None = None,
     seed: int = 0,
     heading: float = 0.0,
+    times: np.ndarray | None = None,
 ) -> Motion:
     """Sample ``scenario`` (``tpose``, ``walking``, ``running``) on ``robot`` at ``rate`` Hz for ``duration``
-    seconds; ``links`` are the frames to report (default: every body frame)."""
+    seconds; ``links`` are the frames to report (default: every body frame). ``times`` (strictly increasing
+    seconds) replaces the uniform grid, e.g. for jittered or dropped samples; ``rate`` is then nominal."""
     if scenario not in PROGRAMMES:
         raise ValueError(f"unknown scenario '{scenario}', expected one of {SCENARIOS}")
     if not (rate > 0 and duration > 0):
@@ -152,7 +154,12 @@ def synthesize(
         f.name for f in robot.model.frames if f.type == pin.FrameType.BODY and f.name != "universe"
     ]
     ids = [robot.frame_id(name) for name in links]
-    times = np.arange(int(round(duration * rate))) / rate
+    if times is None:
+        times = np.arange(int(round(duration * rate))) / rate
+    else:
+        times = np.asarray(times, dtype=float).reshape(-1)
+        if not (np.all(np.isfinite(times)) and np.all(np.diff(times) > 0)):
+            raise ValueError("times must be finite and strictly increasing")
     q, v = joint_trajectory(robot, PROGRAMMES[scenario], times, standing_height, heading)
     model, data = robot.model, robot.model.createData()
     n, nl = len(times), len(links)
