@@ -7,6 +7,7 @@ violations, and each method's time as a ratio to the dynamical IK measured in th
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,14 @@ from dynik_ros.core.metrics import TrackingEvaluator
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.targets import Measurements, TargetSet
 
-METHODS = ("dynamical", "whole-body", "whole-body-nlp", "pair-wise")
+METHODS = ("dynamical", "whole-body", "whole-body-nlp", "whole-body-ipopt", "pair-wise")
+# method -> the optional module it needs (benchmark-only pip dependencies, not in package.xml)
+OPTIONAL_MODULES = {"whole-body-ipopt": "casadi"}
+
+
+def available_methods() -> list[str]:
+    """:data:`METHODS` whose optional dependency is installed (the default set of ``dynik-bench``)."""
+    return [m for m in METHODS if m not in OPTIONAL_MODULES or importlib.util.find_spec(OPTIONAL_MODULES[m])]
 
 
 @dataclass
@@ -49,6 +57,14 @@ def make_solver(method: str, robot: RobotModel, targets: TargetSet, q0: np.ndarr
         from dynik_ros.bench.nlp_ik import NlpWholeBodyIK
 
         return NlpWholeBodyIK(robot, targets, q0=q0)
+    if method == "whole-body-ipopt":
+        try:
+            from dynik_ros.bench.ipopt_ik import IpoptWholeBodyIK
+        except ModuleNotFoundError as error:
+            raise ModuleNotFoundError(
+                f"method 'whole-body-ipopt' needs casadi ({error}); pip install -r requirements.txt"
+            ) from error
+        return IpoptWholeBodyIK(robot, targets, tolerance=1e-4, max_iterations=30, q0=q0)
     if method == "pair-wise":
         return PairwiseIK(robot, targets, tolerance=1e-4, max_iterations=30, q0=q0)
     raise ValueError(f"unknown method '{method}', expected one of {METHODS}")
@@ -101,7 +117,7 @@ def format_table(rows: Sequence[Row]) -> str:
     """Plain-text table; the ratio columns divide by the dynamical IK of the same model and scenario."""
     reference = {(r.model, r.scenario): r for r in rows if r.method == "dynamical"}
     header = (
-        f"{'model':<9}{'scenario':<9}{'method':<15}{'mean ms':>8}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}"
+        f"{'model':<9}{'scenario':<9}{'method':<17}{'mean ms':>8}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}"
         f"{'MNTE':>10}{'RMSE':>9}{'viol':>6}{'x mean':>8}{'x p99':>8}"
     )
     lines = [header, "-" * len(header)]
@@ -111,7 +127,7 @@ def format_table(rows: Sequence[Row]) -> str:
         ratio_mean = s["mean"] / ref.stats["mean"] if ref else float("nan")
         ratio_p99 = s["p99"] / ref.stats["p99"] if ref else float("nan")
         lines.append(
-            f"{r.model:<9}{r.scenario:<9}{r.method:<15}{s['mean']:>8.3f}{s['p50']:>8.3f}{s['p99']:>8.3f}"
+            f"{r.model:<9}{r.scenario:<9}{r.method:<17}{s['mean']:>8.3f}{s['p50']:>8.3f}{s['p99']:>8.3f}"
             f"{s['max']:>8.2f}{r.mnte:>10.2e}{r.rmse:>9.2e}{r.violations:>6d}{ratio_mean:>8.1f}{ratio_p99:>8.1f}"
         )
     return "\n".join(lines)
