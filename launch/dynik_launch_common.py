@@ -42,7 +42,7 @@ SHARE = Path(__file__).resolve().parents[1]
 
 HUMAN_MODELS = ("human66", "human48")
 ROBOTS = ("g1", "icub", "talos")
-SOURCES = ("synthetic", "bag")
+SOURCES = ("synthetic", "bag", "xsens")
 SCENARIOS = ("walking", "running", "tpose")
 INTERFACES = ("joint_trajectory", "forward_command")
 
@@ -72,7 +72,11 @@ ARGUMENTS: dict[str, tuple[str | None, str, Sequence[str] | None]] = {
         "Retargeting map for ik_node (empty: the package's config/<robot>.yaml; unused for human tracking).",
         None,
     ),
-    "source": ("synthetic", "Where wearable_node takes link states from.", SOURCES),
+    "source": (
+        "synthetic",
+        "Where wearable_node takes link states from: a synthetic motion, a bag, or a live Xsens MVN stream.",
+        SOURCES,
+    ),
     "scenario": ("walking", "Synthetic motion played by wearable_node when source:=synthetic.", SCENARIOS),
     "rate": ("60.0", "Sample rate of the synthetic motion [Hz].", None),
     "loop": ("true", "Restart the motion or bag when it ends (stamps keep increasing).", None),
@@ -81,6 +85,13 @@ ARGUMENTS: dict[str, tuple[str | None, str, Sequence[str] | None]] = {
         "rosbag2 bag (directory, .mcap or .db3) with /human/link_states (source:=bag; replay.launch.py).",
         None,
     ),
+    "xsens_host": (
+        "0.0.0.0",
+        "Local address wearable_node binds for the MVN UDP stream (source:=xsens).",
+        None,
+    ),
+    "xsens_port": ("9763", "UDP port MVN's Network Streamer sends to (source:=xsens).", None),
+    "xsens_character": ("0", "MVN character (avatar) id wearable_node follows (source:=xsens).", None),
     "out_bag": ("", "Record the pipeline's topics to this new bag directory (empty: do not record).", None),
     "storage": ("mcap", "Storage of the recorded bag.", ("mcap", "sqlite3")),
     "realtime": (
@@ -155,6 +166,13 @@ def as_float(args: Mapping[str, str], name: str) -> float:
         return float(args[name])
     except ValueError:
         raise RuntimeError(f"launch argument '{name}' must be a number, got '{args[name]}'") from None
+
+
+def as_int(args: Mapping[str, str], name: str) -> int:
+    try:
+        return int(args[name])
+    except (KeyError, ValueError):
+        raise RuntimeError(f"launch argument '{name}' must be an integer, got '{args.get(name)}'") from None
 
 
 def existing_file(path: str | Path, what: str) -> str:
@@ -399,6 +417,12 @@ def pipeline(
             rate=as_float(args, "rate"),
             loop=as_bool(args, "loop"),
         )
+        if args["source"] == "xsens":  # a live suit: published on arrival, stamped at reception
+            wearable.update(
+                xsens_host=args.get("xsens_host", "0.0.0.0"),
+                xsens_port=as_int(args, "xsens_port"),
+                xsens_character=as_int(args, "xsens_character"),
+            )
         if args["source"] == "bag":
             if not args.get("bag_path"):
                 raise RuntimeError("source:=bag needs bag_path:=<rosbag2 directory or file>")

@@ -1,7 +1,9 @@
-"""Human motion tracking: wearable_node (synthetic motion or a bag) -> ik_node on Human66 or Human48.
+"""Human motion tracking: wearable_node (synthetic motion, a bag or a live Xsens suit) -> ik_node on Human66
+or Human48.
 
     ros2 launch dynik_ros human_tracking.launch.py model:=human48 scenario:=running rviz:=true
     ros2 launch dynik_ros human_tracking.launch.py source:=bag bag_path:=walking_bag
+    ros2 launch dynik_ros human_tracking.launch.py source:=xsens xsens_port:=9763 rviz:=true
 
 Both nodes are lifecycle nodes brought to *active* by the launch file (ik_node first, then the source).
 Outputs: /dynik/joint_states, /dynik/base_odom, /dynik/markers, /diagnostics, world -> Pelvis on /tf.
@@ -24,6 +26,9 @@ ARGUMENTS = (
     "rate",
     "loop",
     "bag_path",
+    "xsens_host",
+    "xsens_port",
+    "xsens_character",
     "use_sim_time",
     "namespace",
     "rviz",

@@ -3,6 +3,7 @@ config/<robot>.yaml) -> bridge_node -> the robot's position controller; mocap_no
 use_mocap:=true.
 
     ros2 launch dynik_ros retargeting.launch.py robot:=g1 rviz:=true
+    ros2 launch dynik_ros retargeting.launch.py robot:=g1 source:=xsens   # live from an Xsens suit
     ros2 launch dynik_ros retargeting.launch.py robot:=icub interface:=forward_command \
         controller:=position_controller
 
@@ -28,6 +29,9 @@ ARGUMENTS = (
     "rate",
     "loop",
     "bag_path",
+    "xsens_host",
+    "xsens_port",
+    "xsens_character",
     "controller",
     "interface",
     "use_mocap",

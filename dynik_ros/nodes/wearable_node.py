@@ -1,17 +1,34 @@
 """``wearable_node``: publishes the human link states (``/human/link_states``) from a chosen source.
 
 Sources: ``synthetic`` (a walking / running / T-pose motion of the Human66 or Human48 model, seeded
-orientation noise) or ``bag`` (a ``MultiDOFJointState`` topic of a rosbag2 bag, mcap or sqlite3, read with
-:func:`dynik_ros.io.bags.read_link_states`). A live suit comes with the next issue.
+orientation noise), ``bag`` (a ``MultiDOFJointState`` topic of a rosbag2 bag, mcap or sqlite3, read with
+:func:`dynik_ros.io.bags.read_link_states`) or ``xsens``: a live suit through the UDP real-time network
+stream of Xsens MVN Analyze/Animate (:mod:`dynik_ros.io.xsens_stream`, whose docstring gives the wire
+format and its sources).
 
 Pacing: ``realtime:=true`` publishes each sample when its time comes (sample stamps relative to the first
 one, after ``start_delay``). ``realtime:=false`` is the offline mode: the next sample goes out as soon as
 the IK's output for the previous one is seen on ``ack_topic`` (or after ``ack_timeout``), which replays
 faster than real time and makes the solver's output a deterministic function of the input.
+
+``source:=xsens``: the UDP socket is bound at ``configure`` (``xsens_host``, ``xsens_port``; a bind error
+fails the transition naming the parameter), datagrams that arrived while inactive are discarded at
+``activate``, and a receive thread (blocked on the socket while active) publishes each complete sample of
+character ``xsens_character`` right away (types 02 + 21 + 22 of one sample counter by default,
+``xsens_datagrams``). Stamps are the node clock when the sample's last datagram was read (strictly
+increasing): MVN's time code is relative to its own clock, not a ROS time. The world frame (``frame_id``)
+is MVN's Z-up frame. ``realtime:=false`` is refused (a live stream cannot wait for the IK);
+``loop``, ``duration``, ``rate``, ``start_delay`` and ``restamp`` do not apply. The first sample fixes the
+segment set: a later sample with other segments is refused (``refused_segments``); malformed datagrams
+(per reason), late, duplicate, incomplete and inconsistent samples are counted in ``/diagnostics`` and
+never stop the node.
 """
 
 from __future__ import annotations
 
+import errno
+import socket
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +39,15 @@ from sensor_msgs.msg import JointState, MultiDOFJointState
 
 from dynik_ros.core.quaternion import quaternion_from_rotation
 from dynik_ros.io.bags import read_link_states, seconds_to_ns
+from dynik_ros.io.xsens_stream import (
+    ASSEMBLER_COUNTS,
+    DATAGRAM_ERRORS,
+    DATAGRAM_SETS,
+    DEFAULT_PORT,
+    SampleAssembler,
+    StreamUnits,
+    XsensReceiver,
+)
 from dynik_ros.nodes.common import (
     RELIABLE_QOS,
     SENSOR_QOS,
@@ -35,7 +61,9 @@ from dynik_ros.nodes.conversions import fill_link_states_msg, link_states_to_msg
 
 HUMAN_MODELS = ("human66", "human48")
 SCENARIOS = ("walking", "running", "tpose")
+SOURCES = ("synthetic", "bag", "xsens")
 NS = 1_000_000_000
+XSENS_WAIT = 0.05  # [s] the receive thread's longest block on the socket, so that deactivation is quick
 
 
 @dataclass
@@ -127,11 +155,41 @@ class BagSource:
         return self._samples()
 
 
+class XsensSource:
+    """A live Xsens MVN network stream: the bound UDP socket and the sample assembler."""
+
+    def __init__(self, p: dict[str, Any], clock: Any):
+        units = StreamUnits(
+            p["xsens_position_unit"], p["xsens_angular_unit"], p["xsens_angular_velocity_frame"]
+        )
+        assembler = SampleAssembler(DATAGRAM_SETS[p["xsens_datagrams"]], units, p["xsens_character"])
+        host, port = p["xsens_host"], p["xsens_port"]
+        try:
+            self.receiver = XsensReceiver(host, port, assembler, clock=clock)
+        except socket.gaierror as exc:
+            raise ConfigError("xsens_host", f"'{host}' does not resolve: {exc}") from None
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES, errno.EPERM):
+                raise ConfigError(
+                    "xsens_port", f"cannot bind UDP {host}:{port}: {reason} (another receiver on this port?)"
+                ) from None
+            raise ConfigError("xsens_host", f"cannot bind UDP {host}:{port}: {reason}") from None
+
+    def close(self) -> None:
+        self.receiver.close()
+
+
 class WearableNode(DynikLifecycleNode):
     """Lifecycle node streaming ``sensor_msgs/MultiDOFJointState`` on ``/human/link_states``."""
 
     PARAMS = (
-        ParamSpec("source", "synthetic", "Where link states come from.", choices=("synthetic", "bag")),
+        ParamSpec(
+            "source",
+            "synthetic",
+            "Where link states come from: a synthetic motion, a bag, or a live Xsens MVN network stream.",
+            choices=SOURCES,
+        ),
         ParamSpec("scenario", "walking", "Synthetic motion.", choices=SCENARIOS),
         ParamSpec(
             "model",
@@ -167,7 +225,8 @@ class WearableNode(DynikLifecycleNode):
             "realtime",
             True,
             "true: publish at the sample times; false: offline, next sample once the IK output of the "
-            "previous one was seen on ack_topic.",
+            "previous one was seen on ack_topic. The live xsens source publishes on arrival and refuses "
+            "false.",
         ),
         ParamSpec(
             "ack_topic", "/dynik/joint_states", "Offline mode: IK output whose stamps pace the replay."
@@ -184,15 +243,78 @@ class WearableNode(DynikLifecycleNode):
             "start_delay", 0.0, "Wait after activation before the first sample [s].", low=0.0, high=600.0
         ),
         ParamSpec("diagnostics_period", 1.0, "Period of /diagnostics [s].", low=0.01, high=60.0),
+        ParamSpec(
+            "xsens_host",
+            "0.0.0.0",
+            "source:=xsens: local address the UDP socket binds to (0.0.0.0: every interface).",
+        ),
+        ParamSpec(
+            "xsens_port",
+            DEFAULT_PORT,
+            "source:=xsens: UDP port MVN's Network Streamer sends to (MVN's default 9763).",
+            low=1,
+            high=65535,
+        ),
+        ParamSpec(
+            "xsens_character",
+            0,
+            "source:=xsens: character (avatar) id to follow; 0 in a single-person setup.",
+            low=0,
+            high=255,
+        ),
+        ParamSpec(
+            "xsens_datagrams",
+            "02+21+22",
+            "source:=xsens: MVN datagram types that make a sample (tick them in the Network Streamer): "
+            "02 pose + 21 linear + 22 angular kinematics; 21+22 (pose from them); 02 (no twists published).",
+            choices=tuple(DATAGRAM_SETS),
+        ),
+        ParamSpec(
+            "xsens_position_unit",
+            "m",
+            "source:=xsens: unit of streamed positions and velocities (m today; cm for old MVN Studio "
+            "senders, as the specification's section 2.5.6 still says).",
+            choices=("m", "cm"),
+        ),
+        ParamSpec(
+            "xsens_angular_unit",
+            "rad/s",
+            "source:=xsens: unit of streamed angular velocities (the specification gives none).",
+            choices=("rad/s", "deg/s"),
+        ),
+        ParamSpec(
+            "xsens_angular_velocity_frame",
+            "world",
+            "source:=xsens: frame of streamed angular velocities: world (the specification's 'global') or "
+            "segment (rotated to world with the segment orientation).",
+            choices=("world", "segment"),
+        ),
+        ParamSpec(
+            "xsens_timeout",
+            1.0,
+            "source:=xsens: /diagnostics warns when no complete sample arrived for this long [s].",
+            low=0.01,
+            high=600.0,
+        ),
     )
 
     def __init__(self, node_name: str = "wearable_node", **kwargs: Any):
         super().__init__(node_name, **kwargs)
-        self._source: SyntheticSource | BagSource | None = None
+        self._source: SyntheticSource | BagSource | XsensSource | None = None
         self._iter: Iterator[Sample] | None = None
         self._pub = self._diag_pub = self._timer = self._diag_timer = self._ack_sub = None
+        self._xsens_thread: threading.Thread | None = None
+        self._xsens_stop = threading.Event()
         self._activated_ns = 0
         self._reset_stream()
+
+    def destroy_node(self) -> None:
+        """Also stops the xsens receive thread and closes its socket (a node destroyed while active)."""
+        if getattr(self, "_xsens_thread", None) is not None:
+            self._stop_xsens_thread()
+        if isinstance(getattr(self, "_source", None), XsensSource):
+            self._source.close()
+        super().destroy_node()
 
     # ----------------------------------------------------------------- lifecycle hooks
     def _configure(self, p: dict[str, Any]) -> None:
@@ -203,6 +325,18 @@ class WearableNode(DynikLifecycleNode):
                 raise ConfigError("duration", "shorter than one sample at this rate")
             self._source = SyntheticSource(
                 p["model"], p["scenario"], p["duration"], p["rate"], p["noise_orientation"], p["seed"]
+            )
+        elif p["source"] == "xsens":
+            if not p["realtime"]:
+                raise ConfigError(
+                    "realtime",
+                    "is false, but the live 'xsens' source cannot wait for the IK: it publishes each sample "
+                    "as it arrives (use realtime:=true)",
+                )
+            self._source = XsensSource(p, self._now_ns)
+            self.get_logger().info(
+                f"listening for Xsens MVN datagrams ({p['xsens_datagrams']}, character "
+                f"{p['xsens_character']}) on udp://{p['xsens_host']}:{self._source.receiver.port}"
             )
         else:
             if not p["bag_path"]:
@@ -223,17 +357,29 @@ class WearableNode(DynikLifecycleNode):
         p = self.params
         self._activated_ns = self._now_ns()
         self._rebase = True
-        period = (self._source.period_ns / NS) if p["realtime"] else 0.01
-        self._timer = self.create_timer(max(period, 0.0005), self._on_timer)
+        if isinstance(self._source, XsensSource):
+            stale = self._source.receiver.drain()  # sent while inactive: too old to publish now
+            if stale:
+                self.get_logger().info(f"discarded {stale} datagrams received while inactive")
+            self._source.receiver.assembler.reset()
+            self._xsens_last_sample_ns = self._activated_ns
+            self._start_xsens_thread()
+        else:
+            period = (self._source.period_ns / NS) if p["realtime"] else 0.01
+            self._timer = self.create_timer(max(period, 0.0005), self._on_timer)
         self._diag_timer = self.create_timer(p["diagnostics_period"], self._publish_diagnostics)
 
     def _deactivate(self) -> None:
+        self._stop_xsens_thread()
         self.destroy_entities([self._timer, self._diag_timer])
         self._timer = self._diag_timer = None
 
     def _release(self) -> None:
+        self._stop_xsens_thread()
         self.destroy_entities([self._timer, self._diag_timer, self._ack_sub, self._pub, self._diag_pub])
         self._pub = self._diag_pub = self._timer = self._diag_timer = self._ack_sub = None
+        if isinstance(self._source, XsensSource):
+            self._source.close()
         self._source = None
         self._reset_stream()
 
@@ -255,6 +401,14 @@ class WearableNode(DynikLifecycleNode):
         self.loops = 0
         self.ack_timeouts = 0
         self.finished = False
+        # source:=xsens
+        self._xsens_names: list[str] | None = None  # segment set of the first sample
+        self._xsens_last_stamp = 0
+        self._xsens_last_sample_ns = 0
+        self._xsens_reported = 0  # refusals + bad datagrams already reported in /diagnostics
+        self.xsens_refused_segments = 0
+        self.xsens_internal_errors = 0
+        self._xsens_problem = ""
 
     def _now_ns(self) -> int:
         return self.get_clock().now().nanoseconds
@@ -289,6 +443,15 @@ class WearableNode(DynikLifecycleNode):
         if self._rebase:
             self._rebase_stamps(sample)
         stamp = self._out_stamp(sample)
+        self._publish(sample, stamp)
+        self._last_source_ns = sample.stamp_ns
+        self._pending = None
+        self._awaiting = stamp
+        self._sent_at_ns = self._now_ns()
+        return True
+
+    def _publish(self, sample: Sample, stamp: int) -> None:
+        """``sample`` on ``/human/link_states`` with ``stamp`` (ns)."""
         msg = self._template
         if (
             msg is None
@@ -317,11 +480,6 @@ class WearableNode(DynikLifecycleNode):
         self.emit("link_states", stamp)
         self._pub.publish(msg)
         self.published += 1
-        self._last_source_ns = sample.stamp_ns
-        self._pending = None
-        self._awaiting = stamp
-        self._sent_at_ns = self._now_ns()
-        return True
 
     def _rebase_stamps(self, sample: Sample) -> None:
         """After (re)activation: synthetic (or restamped) streams continue from the node clock; the
@@ -365,6 +523,121 @@ class WearableNode(DynikLifecycleNode):
             self._awaiting = None
             self._publish_next()
 
+    # ----------------------------------------------------------------- source:=xsens
+    def _start_xsens_thread(self) -> None:
+        self._stop_xsens_thread()
+        self._xsens_stop = threading.Event()
+        self._xsens_thread = threading.Thread(
+            target=self._xsens_loop,
+            args=(self._source.receiver, self._xsens_stop),
+            name=f"{self.get_name()}_xsens",
+            daemon=True,
+        )
+        self._xsens_thread.start()
+
+    def _stop_xsens_thread(self) -> None:
+        thread, self._xsens_thread = self._xsens_thread, None
+        if thread is not None:
+            self._xsens_stop.set()
+            thread.join(timeout=2.0)
+
+    def _xsens_loop(self, receiver: XsensReceiver, stop: threading.Event) -> None:
+        """Receive thread: blocks on the socket, publishes every sample as soon as it is complete (no
+        polling timer: a 1 kHz rclpy timer costs a third of a core doing nothing). Never raises."""
+        while not stop.is_set():
+            try:
+                if not receiver.wait(XSENS_WAIT):
+                    continue
+                for sample in receiver.poll():
+                    if stop.is_set():
+                        break
+                    self._publish_xsens(sample)
+            except Exception as exc:  # a bug must not take the node (and the IK behind it) down
+                self.xsens_internal_errors += 1
+                self._xsens_problem = f"internal error: {type(exc).__name__}: {exc}"
+                self.get_logger().error(self._xsens_problem, throttle_duration_sec=5.0)
+                stop.wait(0.01)
+
+    def _publish_xsens(self, xs: Any) -> None:
+        if self._xsens_names is None:
+            self._xsens_names = list(xs.names)
+            self.get_logger().info(
+                f"first Xsens sample (counter {xs.sample_counter}, character {xs.character_id}): "
+                f"{len(xs.names)} segments"
+                + ("" if xs.linear_velocities is not None else ", no twists (xsens_datagrams:=02)")
+            )
+        elif xs.names != self._xsens_names:
+            self.xsens_refused_segments += 1
+            missing = [n for n in self._xsens_names if n not in xs.names]
+            extra = [n for n in xs.names if n not in self._xsens_names]
+            self._xsens_problem = (
+                f"refused_segments: sample {xs.sample_counter} lacks {missing} / adds {extra} "
+                "compared with the first sample"
+            )
+            self.get_logger().warning(self._xsens_problem, throttle_duration_sec=5.0)
+            return
+        # node clock at reception; strictly increasing so that consumers never see a repeated stamp
+        stamp = max(xs.received_ns, self._xsens_last_stamp + 1)
+        self._xsens_last_stamp = stamp
+        self._xsens_last_sample_ns = xs.received_ns
+        sample = Sample(
+            stamp,
+            self._xsens_names,
+            xs.positions,
+            xs.quaternions,
+            xs.linear_velocities,
+            xs.angular_velocities,
+        )
+        self._publish(sample, stamp)
+
+    def xsens_counts(self) -> dict[str, int]:
+        """Counters of the live stream: the assembler's, malformed datagrams per reason (``bad_<reason>``),
+        socket errors, refused samples; empty for the other sources."""
+        if not isinstance(self._source, XsensSource):
+            return {}
+        receiver = self._source.receiver
+        counts = {key: receiver.assembler.counts[key] for key in ASSEMBLER_COUNTS}
+        counts.update({f"bad_{reason}": receiver.errors[reason] for reason in DATAGRAM_ERRORS})
+        counts["bad_datagrams"] = receiver.bad_datagrams
+        counts["socket_errors"] = receiver.socket_errors
+        counts["refused_segments"] = self.xsens_refused_segments
+        counts["internal_errors"] = self.xsens_internal_errors
+        return counts
+
+    def _xsens_status(self, values: dict[str, Any]) -> tuple[Any, str]:
+        counts = self.xsens_counts()
+        receiver = self._source.receiver
+        values["xsens_port"] = receiver.port
+        values["xsens_character"] = self.params["xsens_character"]
+        values.update(counts)
+        values["last_sample_age_s"] = (self._now_ns() - self._xsens_last_sample_ns) / NS
+        problems = sum(
+            counts[key]
+            for key in (
+                "bad_datagrams",
+                "late",
+                "duplicate",
+                "incomplete",
+                "inconsistent",
+                "refused_segments",
+            )
+        )
+        problems += counts["internal_errors"]
+        last = self._xsens_problem or receiver.assembler.last_drop or receiver.last_error
+        values["last_problem"] = last or "none"
+        new, self._xsens_reported = problems - self._xsens_reported, problems
+        if values["last_sample_age_s"] > self.params["xsens_timeout"]:
+            return DiagnosticStatus.WARN, (
+                f"no complete Xsens sample for {values['last_sample_age_s']:.1f} s "
+                f"(udp port {receiver.port}, character {self.params['xsens_character']})"
+            )
+        if new:
+            return (
+                DiagnosticStatus.WARN,
+                f"streaming; {new} datagrams or samples refused since the last report",
+            )
+        return DiagnosticStatus.OK, "streaming"
+
     def _publish_diagnostics(self) -> None:
         if not self.active:
             return
@@ -376,6 +649,9 @@ class WearableNode(DynikLifecycleNode):
             "finished": self.finished,
             "ack_timeouts": self.ack_timeouts,
         }
+        message = "finished" if self.finished else "streaming"
+        if isinstance(self._source, XsensSource):
+            level, message = self._xsens_status(values)
         msg = DiagnosticArray()
         msg.header.stamp = ns_to_stamp(self._now_ns())
         msg.status = [
@@ -383,7 +659,7 @@ class WearableNode(DynikLifecycleNode):
                 f"{self.get_name()}: link states",
                 self.params["source"],
                 level,
-                "finished" if self.finished else "streaming",
+                message,
                 values,
             )
         ]
