@@ -158,6 +158,11 @@ def test_linear_joint_constraints_are_respected(human66):
         worst = max(worst, float(np.max(a @ ik.joint_positions - robot.constraints.b)))
     assert worst <= 1e-6
     assert worst > -1e-3, "the target lies outside the polytope, so a constraint must be active"
+    # the whole-body baseline solves the same constrained problem (eq. 17b)
+    whole_body = WholeBodyIK(robot, targets, tolerance=1e-8, max_iterations=30)
+    q, _ = whole_body.step(goal, 0.01)
+    excess = float(np.max(a @ q[7:] - robot.constraints.b))
+    assert -1e-3 < excess <= 1e-6
 
 
 def test_target_rotated_by_pi_converges_thanks_to_noise(human66):

@@ -1,8 +1,8 @@
 """Instantaneous-optimisation baselines of sec. 5.1 of Rapetti et al. 2020 (eq. 17), for comparison only.
 
 * :class:`WholeBodyIK` - one problem for the whole model, solved to a tolerance at every sample by
-  Gauss-Newton steps, each a QP with the same cost as eq. (10) and joint-limit bounds on the increment,
-  warm-started from the previous sample's solution.
+  Gauss-Newton steps, each a QP with the same cost as eq. (10), joint-limit bounds on the increment and the
+  coupled-joint rows ``A (s + delta) <= b`` (eq. 17b), warm-started from the previous sample's solution.
 * :class:`PairwiseIK` - the model split into sub-chains between pairs of orientation targets (Figure 6);
   each pair's relative rotation is matched independently on a reduced model holding only that sub-chain's
   joints. The base pose is read from the root target.
@@ -51,8 +51,11 @@ class WholeBodyIK:
         self.kinematics = FrameKinematics.for_targets(robot, self.targets)
         self.weights = self.targets.weights()
         nb, n = robot.base_dofs, robot.n_joints
-        rows = np.hstack((np.zeros((n, nb)), np.eye(n)))
-        self.qp = VelocityQP(self.kinematics.pattern(), rows, qp or QPSettings(damping=1e-6))
+        rows = [np.hstack((np.zeros((n, nb)), np.eye(n)))]
+        self._coupled = robot.constraints
+        if self._coupled is not None:
+            rows.append(np.hstack((np.zeros((self._coupled.A.shape[0], nb)), self._coupled.A)))
+        self.qp = VelocityQP(self.kinematics.pattern(), np.vstack(rows), qp or QPSettings(damping=1e-6))
         self.q = robot.neutral_configuration() if q0 is None else np.asarray(q0, dtype=float)
         self.info = IterationInfo()
 
@@ -71,6 +74,10 @@ class WholeBodyIK:
                 break
             jacobian = self.kinematics.stacked_jacobian(p)
             lower, upper = self.robot.lower - s, self.robot.upper - s
+            if self._coupled is not None:
+                slack = np.maximum(self._coupled.b - self._coupled.A @ s, 0.0)
+                lower = np.concatenate((lower, np.full(slack.size, -np.inf)))
+                upper = np.concatenate((upper, slack))
             delta = self.qp.solve(jacobian, residual, self.weights, lower, upper).nu
             nb = self.robot.base_dofs
             if nb:

@@ -130,7 +130,12 @@ class VelocityQP:
             native.solve()
             info, x = native.info, native.solution.x
         else:
-            self._solver.update(Px=hessian[self._p_rows, self._p_cols], q=gradient, l=lower, u=upper)
+            self._solver.update(
+                Px=hessian[self._p_rows, self._p_cols],
+                q=gradient,
+                l=np.maximum(lower, -_INFTY),
+                u=np.minimum(upper, _INFTY),
+            )
             result = self._solver.solve(raise_error=False)
             info, x = result.info, result.x
         solved = info.status_val in _USABLE and bool(np.all(np.isfinite(x)))
