@@ -16,29 +16,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-DOMAIN_ID = 1 + os.getpid() % 100
-
-
-@pytest.fixture(scope="session")
-def ros():
-    """rclpy's default context on a private domain (environment restored afterwards)."""
-    saved = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")}
-    os.environ["ROS_DOMAIN_ID"] = str(DOMAIN_ID)
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    import rclpy
-
-    owner = not rclpy.ok()
-    if owner:
-        rclpy.init()
-    yield rclpy
-    if owner:
-        rclpy.shutdown()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-
 
 class Harness:
     """Nodes on one executor, a plain probe node for test publishers/subscribers, spin helpers."""

@@ -5,27 +5,12 @@ Runs are short (1-2 s of motion) to keep the file well under a minute on a loade
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-DOMAIN_ID = 1 + os.getpid() % 100
-
-
-@pytest.fixture(scope="module", autouse=True)
-def private_domain():
-    """Private ROS domain and localhost-only discovery for the runner's own rclpy contexts."""
-    saved = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")}
-    os.environ["ROS_DOMAIN_ID"] = str(DOMAIN_ID)
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+pytestmark = pytest.mark.usefixtures("private_domain")
 
 
 def _has_robot_map(name: str) -> bool:

@@ -81,6 +81,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dynik_ros.models.segments import XSENS_SEGMENTS
+
 __all__ = [
     "DEFAULT_PORT",
     "SEGMENT_NAMES",
@@ -105,14 +107,8 @@ HEADER = struct.Struct(">6sIBBIBBBBHH")
 HEADER_SIZE = HEADER.size  # 24
 LAST_DATAGRAM = 0x80
 
-SEGMENT_NAMES: tuple[str, ...] = (
-    "Pelvis", "L5", "L3", "T12", "T8", "Neck", "Head",
-    "RightShoulder", "RightUpperArm", "RightForeArm", "RightHand",
-    "LeftShoulder", "LeftUpperArm", "LeftForeArm", "LeftHand",
-    "RightUpperLeg", "RightLowerLeg", "RightFoot", "RightToe",
-    "LeftUpperLeg", "LeftLowerLeg", "LeftFoot", "LeftToe",
-)  # fmt: skip
-"""Body segment names by id - 1 (specification 3.1, table 1)."""
+SEGMENT_NAMES: tuple[str, ...] = XSENS_SEGMENTS
+"""Body segment names by id - 1 (specification 3.1, table 1: the order of the human models' links)."""
 
 BODY_SEGMENTS = len(SEGMENT_NAMES)
 MAX_ITEM_ID = BODY_SEGMENTS + 1 + 4 + 40

@@ -37,15 +37,7 @@ from dynik_ros.models.anthropometry import (
     STERNOCLAVICULAR_SEPARATION,
     segment,
 )
-
-XSENS_SEGMENTS: tuple[str, ...] = (
-    "Pelvis", "L5", "L3", "T12", "T8", "Neck", "Head",
-    "RightShoulder", "RightUpperArm", "RightForeArm", "RightHand",
-    "LeftShoulder", "LeftUpperArm", "LeftForeArm", "LeftHand",
-    "RightUpperLeg", "RightLowerLeg", "RightFoot", "RightToe",
-    "LeftUpperLeg", "LeftLowerLeg", "LeftFoot", "LeftToe",
-)  # fmt: skip
-"""The 23 Xsens physical links, parents before children."""
+from dynik_ros.models.segments import XSENS_SEGMENTS
 
 XSENS_PARENT: dict[str, str] = {
     "L5": "Pelvis", "L3": "L5", "T12": "L3", "T8": "T12", "Neck": "T8", "Head": "Neck",
