@@ -145,7 +145,7 @@ class DynamicalIK:
         # nu_{k-2}, nu_{k-3}, ... and the lengths of the steps that ended at them (most recent first)
         self._past_nu = np.zeros((MAX_HISTORY, self.robot.nv))
         self._past_dt: list[float] = []
-        self._weights_key: tuple[float, ...] = ()
+        self._weights_key: tuple[float, ...] | None = None
         self._predictor = self._corrector = np.ones(1)
         self._reference: Measurements | None = None
         self.qp.reset_warm_start()
@@ -238,9 +238,11 @@ class DynamicalIK:
         if scheme != "adams":
             self._corrector = np.array([0.5, 0.5]) if scheme == "trapezoidal" else np.ones(1)
             self._predictor = np.ones(1)
-        elif (key := (dt, *self._past_dt)) != self._weights_key:
-            self._corrector = adams_weights(dt, self._past_dt, implicit=True)
-            self._predictor = adams_weights(dt, self._past_dt, implicit=False)
+        elif (key := tuple(round(h / dt, 6) for h in self._past_dt)) != self._weights_key:
+            # the weights depend on the step ratios only; stamps in integer ns make equal steps differ by
+            # 1 ns (2e-7 of 240 Hz), so ratios are rounded to 1e-6 to keep reusing them
+            self._corrector = adams_weights(1.0, key, implicit=True)
+            self._predictor = adams_weights(1.0, key, implicit=False)
             self._weights_key = key
         self._carried_velocity = (
             self._past_velocity_sum(self._corrector[1:])
