@@ -376,3 +376,21 @@ def test_largest_gain_converges_with_adams_integration(human66):
     assert np.all(np.isfinite(curve))
     assert curve[-1] < 1e-12
     assert max(curve[50:]) < 1e-6 * curve[0]
+
+
+def test_stop_clears_the_velocity_history(human66, walking66):
+    """After ``stop()`` nothing moves the model when the measurements carry no velocity and the correction is
+    off (K = 0): no velocity integrated before is carried over (the Adams rule uses the last three)."""
+    targets = human_targets()
+    ik = DynamicalIK(human66, targets, q0=walking66.q[0])
+    measurements = walking66.measurements(targets)
+    for m in measurements[:30]:
+        ik.step(m, 1 / 60)
+    ik.stop()
+    ik.set_gains(0.0, 0.0)
+    assert np.all(ik.v == 0.0)
+    q_before = ik.q.copy()
+    still = Measurements(measurements[30].positions, measurements[30].rotations)  # no velocities
+    for _ in range(3):
+        ik.step(still, 1 / 60)
+    assert np.abs(pin.difference(human66.model, q_before, ik.q)).max() < 1e-12

@@ -172,6 +172,11 @@ class DynamicalIK:
             raise ValueError(f"{self.robot.name} has a fixed base")
         self.base_position, self.base_rotation = position.copy(), rotation.copy()
 
+    def stop(self) -> None:
+        """Zero the velocity and its integration history (the model is at rest; the pose is kept)."""
+        self.nu = np.zeros(self.robot.nv)
+        self._past_nu[:] = 0.0
+
     def set_gains(self, position_gain: float | None = None, orientation_gain: float | None = None) -> None:
         """Set every position and/or orientation gain of ``K`` (eq. 7) at run time; must be >= 0."""
         n_pos = 3 * self.targets.n_position

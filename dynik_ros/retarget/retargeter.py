@@ -303,7 +303,7 @@ class Retargeter:
         frozen = Measurements(measurement.positions, measurement.rotations)
         for _ in range(int(round(duration / dt))):
             ik.step(frozen, dt)
-        ik.nu[:] = 0.0
+        ik.stop()
 
     def run(
         self,
