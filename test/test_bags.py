@@ -198,6 +198,8 @@ def test_non_unit_quaternions_in_a_bag_are_normalized(tmp_path):
         bag.write(LINK_STATES_TOPIC, msg)
     ((stamp, poses, twists),) = read_link_states(tmp_path / "bag")
     assert stamp == 1.0 and twists == {}
+    ((stamp_ns, _, _),) = read_link_states(tmp_path / "bag", stamp_ns=True)
+    assert stamp_ns == 1_000_000_000 and isinstance(stamp_ns, int)
     np.testing.assert_array_equal(poses["x"][0], [1.0, 2.0, 3.0])
     np.testing.assert_allclose(poses["x"][1], np.eye(3), atol=1e-15)
 
@@ -361,3 +363,13 @@ def test_writer_refuses_to_overwrite_and_checks_its_input(tmp_path):
             bag.write("/m", bag.marker_array([]))
     with pytest.raises(ValueError, match="distro"):
         default_typestore("rolling-ridley")
+
+
+def test_epoch_stamps_come_back_exact_in_nanoseconds(tmp_path):
+    """A stamp of today's epoch with odd nanoseconds: float seconds cannot hold it, ``stamp_ns`` does."""
+    stamp = 1_795_000_000_123_456_789
+    write_link_states(tmp_path / "bag", [(stamp, {"Pelvis": (np.zeros(3), np.eye(3))}, {})])
+    ((exact, _, _),) = read_link_states(tmp_path / "bag", stamp_ns=True)
+    ((seconds, _, _),) = read_link_states(tmp_path / "bag")
+    assert exact == stamp
+    assert round(seconds * 1e9) != stamp  # the float path loses the last digits

@@ -70,8 +70,9 @@ Pose = tuple[np.ndarray, np.ndarray]
 """``(p (3,), R (3, 3))``: a link's world position and orientation."""
 Twist = tuple[np.ndarray, np.ndarray]
 """``(v (3,), w (3,))``: a link's world-frame linear and angular velocity."""
-LinkStateSample = tuple[float, dict[str, Pose], dict[str, Twist]]
-"""``(stamp_s, poses, twists)``; ``twists`` is empty when the message carried none."""
+LinkStateSample = tuple[float | int, dict[str, Pose], dict[str, Twist]]
+"""``(stamp, poses, twists)``; ``stamp`` in float seconds, or int nanoseconds with ``stamp_ns=True``;
+``twists`` is empty when the message carried none."""
 
 
 # --- type store and time ------------------------------------------------------------------------
@@ -234,11 +235,15 @@ def _iter_messages(path: Path, topics: Sequence[str] | None, fallback: Typestore
             yield BagMessage(connection.topic, connection.msgtype, timestamp, msg)
 
 
-def read_link_states(path: str | Path, topic: str = LINK_STATES_TOPIC) -> Iterator[LinkStateSample]:
-    """Samples ``(stamp_s, {link: (p, R)}, {link: (v, w)})`` of a ``MultiDOFJointState`` topic.
+def read_link_states(
+    path: str | Path, topic: str = LINK_STATES_TOPIC, stamp_ns: bool = False
+) -> Iterator[LinkStateSample]:
+    """Samples ``(stamp, {link: (p, R)}, {link: (v, w)})`` of a ``MultiDOFJointState`` topic.
 
-    ``stamp_s`` is the message's ``header.stamp`` (the source stamp), ``p`` ``(3,)`` and ``R`` ``(3, 3)``
-    the world pose (quaternions are normalized), ``v``, ``w`` ``(3,)`` the world-frame velocities; the
+    ``stamp`` is the message's ``header.stamp`` (the source stamp) in float seconds, or exactly, as int
+    nanoseconds, with ``stamp_ns=True`` (a float second near today's epoch resolves ~0.2 us); ``p``
+    ``(3,)`` and ``R`` ``(3, 3)`` the world pose (quaternions are normalized), ``v``, ``w`` ``(3,)`` the
+    world-frame velocities; the
     twist dict is empty for messages without twists. Dicts keep the message's link order. Messages come
     in the bag's log-time order. ``path`` is a rosbag2 directory (mcap or sqlite3) or one .mcap / .db3 file.
 
@@ -257,15 +262,15 @@ def read_link_states(path: str | Path, topic: str = LINK_STATES_TOPIC) -> Iterat
         raise ValueError(
             f"topic '{topic}' in bag '{path}' has type {present[topic]}, expected {MULTI_DOF_JOINT_STATE}"
         )
-    return _iter_link_states(path, topic)
+    return _iter_link_states(path, topic, stamp_ns)
 
 
-def _iter_link_states(path: Path, topic: str) -> Iterator[LinkStateSample]:
+def _iter_link_states(path: Path, topic: str, stamp_ns: bool) -> Iterator[LinkStateSample]:
     for index, item in enumerate(_iter_messages(path, [topic], default_typestore())):
-        yield _link_state_sample(item.msg, f"message {index} of '{topic}' in '{path}'")
+        yield _link_state_sample(item.msg, f"message {index} of '{topic}' in '{path}'", stamp_ns)
 
 
-def _link_state_sample(msg: Any, where: str) -> LinkStateSample:
+def _link_state_sample(msg: Any, where: str, stamp_ns: bool = False) -> LinkStateSample:
     names = list(msg.joint_names)
     n = len(names)
     if len(set(names)) != n:
@@ -274,7 +279,7 @@ def _link_state_sample(msg: Any, where: str) -> LinkStateSample:
         raise ValueError(f"{where}: {n} joint_names but {len(msg.transforms)} transforms")
     if len(msg.twist) not in (0, n):
         raise ValueError(f"{where}: {n} joint_names but {len(msg.twist)} twists (expected 0 or {n})")
-    stamp = ns_to_seconds(_stamp_ns(msg.header.stamp))
+    stamp = _stamp_ns(msg.header.stamp) if stamp_ns else ns_to_seconds(_stamp_ns(msg.header.stamp))
     if n == 0:
         return stamp, {}, {}
     positions = np.array([[t.translation.x, t.translation.y, t.translation.z] for t in msg.transforms])

@@ -38,7 +38,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from sensor_msgs.msg import JointState, MultiDOFJointState
 
 from dynik_ros.core.quaternion import quaternion_from_rotation
-from dynik_ros.io.bags import read_link_states, seconds_to_ns
+from dynik_ros.io.bags import read_link_states
 from dynik_ros.io.xsens_stream import (
     ASSEMBLER_COUNTS,
     DATAGRAM_ERRORS,
@@ -135,10 +135,11 @@ class BagSource:
 
     def _samples(self, skip: int = 0) -> Iterator[Sample]:
         start = None
-        for index, (stamp_s, poses, twists) in enumerate(read_link_states(self.path, self.topic)):
+        for index, (stamp, poses, twists) in enumerate(
+            read_link_states(self.path, self.topic, stamp_ns=True)
+        ):
             if index < skip:
                 continue
-            stamp = seconds_to_ns(stamp_s)
             start = stamp if start is None else start
             if self.max_span_ns and stamp - start > self.max_span_ns:
                 return
