@@ -155,12 +155,20 @@ def test_cdr_parser_matches_rclpy_deserialization(samples):
 def test_stamp_and_quaternion_helpers():
     from dynik_ros.core.quaternion import quaternion_from_rotation
     from dynik_ros.core.so3 import exp_so3
-    from dynik_ros.nodes.conversions import ns_to_stamp, quaternion_of, stamp_to_ns
+    from dynik_ros.nodes.conversions import ns_to_stamp, pose_msg, stamp_to_ns
 
     for ns in (0, 1, 999_999_999, 1_700_000_000_123_456_789):
         assert stamp_to_ns(ns_to_stamp(ns)) == ns
     r = exp_so3(np.array([0.3, -2.0, 1.0]))
-    np.testing.assert_allclose(quaternion_of(r), quaternion_from_rotation(r), atol=1e-12)
+    q = pose_msg(np.zeros(3), quaternion_from_rotation(r)).orientation  # the Odometry / TF path
+    w, x, y, z = q.w, q.x, q.y, q.z
+    np.testing.assert_allclose(
+        [[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+         [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]],
+        r,
+        atol=1e-12,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- lifecycle
@@ -607,9 +615,10 @@ def test_mocap_calibrates_aligns_and_refuses_bad_poses(h):
     from geometry_msgs.msg import PoseStamped
     from nav_msgs.msg import Odometry
 
+    from dynik_ros.core.quaternion import quaternion_from_rotation
     from dynik_ros.core.so3 import rotation_about
     from dynik_ros.nodes.common import SENSOR_QOS
-    from dynik_ros.nodes.conversions import ns_to_stamp, pose_msg, quaternion_of
+    from dynik_ros.nodes.conversions import ns_to_stamp, pose_msg
 
     node = h.add(mocap(calibration_samples=10, initial_base_position=[0.0, 0.0, 0.8], initial_base_yaw=0.0))
     odom = h.collect(Odometry, "/robot/base_odom")
@@ -621,7 +630,7 @@ def test_mocap_calibrates_aligns_and_refuses_bad_poses(h):
         msg = PoseStamped()
         msg.header.stamp = ns_to_stamp(10**18 + k * 10**7)
         msg.pose = pose_msg(
-            np.asarray(position), quaternion_of(rotation_about("z", yaw)) if quat is None else quat
+            np.asarray(position), quaternion_from_rotation(rotation_about("z", yaw)) if quat is None else quat
         )
         before = node.received
         pub.publish(msg)

@@ -353,6 +353,11 @@ class IpoptWholeBodyIK:
         if not self.targets.n_orientation:
             return [(positions, rotations)]
         start_positions, start_rotations = self.kinematics.poses(q)
+        # largest angle between a frame and its target, from tr(R^T R*) = 1 + 2 cos(angle) (no log per target
+        # on the common path: this runs inside the timed step)
+        cosine = (np.einsum("kij,kij->k", start_rotations, rotations).min() - 1.0) / 2.0
+        if cosine >= np.cos(self.CONTINUATION_STEP):
+            return [(positions, rotations)]
         # rotation vectors taking each frame to its target, world frame: R* = exp(phi) R
         phis = np.array([pin.log3(t @ r.T) for r, t in zip(start_rotations, rotations, strict=True)])
         worst = float(np.linalg.norm(phis, axis=1).max())

@@ -48,6 +48,8 @@ _INFINITY = float(osqp.constant("OSQP_INFTY"))
 RESIDUAL_TIMINGS = ("consistent", "paper")
 INTEGRATIONS = ("adams", "trapezoidal", "euler")
 JACOBIAN_POINTS = ("predicted", "previous")
+_TRAPEZOID, _EULER = np.array([0.5, 0.5]), np.ones(1)  # quadrature weights
+_TRAPEZOID.flags.writeable = _EULER.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,7 @@ class DynamicalIK:
         self._past_nu = np.zeros((MAX_HISTORY, self.robot.nv))
         self._past_dt: list[float] = []
         self._weights_key: tuple[float, ...] | None = None
-        self._predictor = self._corrector = np.ones(1)
+        self._predictor = self._corrector = _EULER
         self._reference: Measurements | None = None
         self.qp.reset_warm_start()
 
@@ -241,8 +243,8 @@ class DynamicalIK:
         ``_carried_velocity`` is the part of the step's mean velocity already known before the QP."""
         scheme = self.config.integration
         if scheme != "adams":
-            self._corrector = np.array([0.5, 0.5]) if scheme == "trapezoidal" else np.ones(1)
-            self._predictor = np.ones(1)
+            self._corrector = _TRAPEZOID if scheme == "trapezoidal" else _EULER
+            self._predictor = _EULER
         elif (key := tuple(round(h / dt, 6) for h in self._past_dt)) != self._weights_key:
             # the weights depend on the step ratios only; stamps in integer ns make equal steps differ by
             # 1 ns (2e-7 of 240 Hz), so ratios are rounded to 1e-6 to keep reusing them

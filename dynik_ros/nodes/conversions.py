@@ -346,12 +346,6 @@ def joint_state_from_msg(msg: JointState) -> tuple[int, list[str], np.ndarray, n
 
 
 # --------------------------------------------------------------------------- poses, odometry, tf
-def quaternion_of(rotation: np.ndarray) -> np.ndarray:
-    """``(x, y, z, w)`` of one rotation matrix, ``w >= 0``: the core's scalar conversion (pinocchio's
-    ``Quaternion(matrix)`` leaks about 80 bytes per call: 70 MB an hour on the 240 Hz odometry path)."""
-    return quaternion_from_rotation(rotation)
-
-
 def pose_msg(position: np.ndarray, quaternion: np.ndarray) -> Pose:
     p, q = np.asarray(position, dtype=float).tolist(), np.asarray(quaternion, dtype=float).tolist()
     return Pose(
@@ -387,7 +381,7 @@ def odometry_msg(
     msg.header.stamp = ns_to_stamp(stamp_ns)
     msg.header.frame_id = frame_id
     msg.child_frame_id = child_frame_id
-    msg.pose.pose = pose_msg(position, quaternion_of(rotation))
+    msg.pose.pose = pose_msg(position, quaternion_from_rotation(rotation))
     v, w = np.asarray(linear_velocity_body, float).tolist(), np.asarray(angular_velocity_body, float).tolist()
     msg.twist.twist = Twist(linear=Vector3(x=v[0], y=v[1], z=v[2]), angular=Vector3(x=w[0], y=w[1], z=w[2]))
     return msg
@@ -409,7 +403,7 @@ def transform_stamped(
     msg.header.frame_id = parent
     msg.child_frame_id = child
     p = np.asarray(position, dtype=float).tolist()
-    q = quaternion_of(rotation).tolist()
+    q = quaternion_from_rotation(rotation).tolist()
     msg.transform = Transform(
         translation=Vector3(x=p[0], y=p[1], z=p[2]), rotation=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3])
     )
