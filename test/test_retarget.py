@@ -474,7 +474,7 @@ def test_cli_runs_end_to_end_and_writes_readable_bags(tmp_path, capsys):
     )
     assert code == 0
     printed = capsys.readouterr().out
-    assert "MNTE, eq. (15)" in printed and "peak |joint velocity| / limit" in printed and "result" in printed
+    assert "MNTE, eq. (15)" in printed and "peak |ds/dt| / velocity limit" in printed and "result" in printed
     for name in (
         "trajectory.csv",
         "retarget.npz",
@@ -488,6 +488,11 @@ def test_cli_runs_end_to_end_and_writes_readable_bags(tmp_path, capsys):
     saved = np.load(out / "retarget.npz")
     times, q = saved["times"], saved["q"]
     assert len(times) == 150
+    # the summary's peak speed is that of the written trajectory (finite differences), not of nu
+    robot = Retargeter.from_config("g1").robot
+    fd = np.abs(np.diff(q[:, 7:], axis=0)) / np.diff(times)[:, None] / robot.velocity_limit
+    assert f"peak |ds/dt| / velocity limit (joint)        {fd.max():.2f} " in printed
+    assert fd.max() <= 1.0 + 1e-6
     with AnyReader([out / "bag"]) as reader:
         assert {c.topic: c.msgtype for c in reader.connections} == {
             "/dynik/joint_states": "sensor_msgs/msg/JointState",

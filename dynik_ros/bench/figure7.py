@@ -40,6 +40,7 @@ class Row:
     rmse: float
     violations: int
     worst_violation: float
+    speed_breaches: int = 0  # joint-samples with |s_k - s_{k-1}| / dt above the velocity limit
 
     @property
     def stats(self) -> dict[str, float]:
@@ -86,13 +87,16 @@ def run_case(
     evaluator = TrackingEvaluator(robot, targets)
     dt = float(times[1] - times[0])
     step_times, mntes, rmses = [], [], []
-    violations, worst = 0, 0.0
+    violations, worst, breaches = 0, 0.0, 0
     offset = 7 if robot.floating_base else 0
+    previous = np.asarray(q0, dtype=float)[offset:]
     for k, m in enumerate(measurements):
         start = time.perf_counter()
         q, v = solver.step(m, dt)
         step_times.append(time.perf_counter() - start)
         s = q[offset:]
+        breaches += int(np.sum(np.abs(s - previous) / dt > robot.velocity_limit * (1 + 1e-9)))
+        previous = s
         excess = np.maximum(s - robot.upper, robot.lower - s).max()
         if excess > 1e-6:
             violations += 1
@@ -110,15 +114,18 @@ def run_case(
         float(np.mean(rmses)),
         violations,
         worst,
+        breaches,
     )
 
 
 def format_table(rows: Sequence[Row]) -> str:
-    """Plain-text table; the ratio columns divide by the dynamical IK of the same model and scenario."""
+    """Plain-text table; the ratio columns divide by the dynamical IK of the same model and scenario.
+    ``viol``: output samples outside a position limit; ``speed``: joint-samples whose finite-difference
+    speed ``|s_k - s_{k-1}| / dt`` exceeds the velocity limit (the output trajectory, not ``nu``)."""
     reference = {(r.model, r.scenario): r for r in rows if r.method == "dynamical"}
     header = (
         f"{'model':<9}{'scenario':<9}{'method':<17}{'mean ms':>8}{'p50 ms':>8}{'p99 ms':>8}{'max ms':>8}"
-        f"{'MNTE':>10}{'RMSE':>9}{'viol':>6}{'x mean':>8}{'x p99':>8}"
+        f"{'MNTE':>10}{'RMSE':>9}{'viol':>6}{'speed':>6}{'x mean':>8}{'x p99':>8}"
     )
     lines = [header, "-" * len(header)]
     for r in rows:
@@ -128,7 +135,7 @@ def format_table(rows: Sequence[Row]) -> str:
         ratio_p99 = s["p99"] / ref.stats["p99"] if ref else float("nan")
         lines.append(
             f"{r.model:<9}{r.scenario:<9}{r.method:<17}{s['mean']:>8.3f}{s['p50']:>8.3f}{s['p99']:>8.3f}"
-            f"{s['max']:>8.2f}{r.mnte:>10.2e}{r.rmse:>9.2e}{r.violations:>6d}{ratio_mean:>8.1f}{ratio_p99:>8.1f}"
+            f"{s['max']:>8.2f}{r.mnte:>10.2e}{r.rmse:>9.2e}{r.violations:>6d}{r.speed_breaches:>6d}{ratio_mean:>8.1f}{ratio_p99:>8.1f}"
         )
     return "\n".join(lines)
 

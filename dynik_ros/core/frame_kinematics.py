@@ -14,7 +14,7 @@ import numpy as np
 import pinocchio as pin
 
 from dynik_ros.core.robot_model import RobotModel
-from dynik_ros.core.so3 import orientation_residual_world
+from dynik_ros.core.so3 import orientation_log_residual_world, orientation_residual_world
 from dynik_ros.core.targets import TargetSet
 
 
@@ -41,6 +41,7 @@ class FrameKinematics:
                     continue
                 start = self.model.joints[j].idx_v - nb
                 support[row, start : start + self.model.joints[j].nv] = True
+        self.support = support  # per frame (position frames, then orientation frames)
         self._support_pos = support[: self._n_pos]
         # Gather indices of the angular rows' structural non-zeros: row, column of J, axis in data.J.
         frame, column = np.nonzero(support[self._n_pos :])
@@ -118,13 +119,19 @@ class FrameKinematics:
 
 
 def pose_residual(
-    positions: np.ndarray, rotations: np.ndarray, target_positions: np.ndarray, target_rotations: np.ndarray
+    positions: np.ndarray,
+    rotations: np.ndarray,
+    target_positions: np.ndarray,
+    target_rotations: np.ndarray,
+    rotation_log: bool = False,
 ) -> np.ndarray:
-    """Residual ``r`` of eq. (5), stacked like ``J``: position errors, then world-frame rotation errors."""
+    """Residual ``r`` of eq. (5), stacked like ``J``: position errors, then world-frame rotation errors
+    (``sk(R* R^T)^vee`` as in eq. 5, or the rotation vector ``log(R* R^T)^vee`` with ``rotation_log``)."""
+    orientation = orientation_log_residual_world if rotation_log else orientation_residual_world
     return np.concatenate(
         (
             (target_positions - positions).reshape(-1),
-            orientation_residual_world(rotations, target_rotations).reshape(-1),
+            orientation(rotations, target_rotations).reshape(-1),
         )
     )
 

@@ -215,14 +215,14 @@ class RobotModel:
         self.constraints = LinearJointConstraints(tuple(self.joint_names), a_full, constraints.b, vb)
 
     # ----------------------------------------------------------------- configurations
-    def neutral_configuration(self) -> np.ndarray:
+    def neutral_configuration(self, warn: bool = True) -> np.ndarray:
         """Pinocchio neutral ``q`` with the joints clipped into their limits (warns when it had to clip)."""
         q = pin.neutral(self.model)
         offset = 7 if self.floating_base else 0
         s = q[offset:]
         clipped = np.clip(s, self.lower, self.upper)
         moved = np.flatnonzero(clipped != s)
-        if moved.size:
+        if moved.size and warn:
             warnings.warn(
                 f"{self.name}: neutral angles outside their limits were clipped for "
                 f"{[self.joint_names[i] for i in moved]}",

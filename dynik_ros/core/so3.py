@@ -37,6 +37,47 @@ def orientation_residual_world(r_model: np.ndarray, r_target: np.ndarray) -> np.
     return vee_of_skew_part(r_target @ np.swapaxes(r_model, -1, -2))
 
 
+# Tie-break for the axis of a half-turn (where +a and -a give the same rotation): a fixed direction that
+# no elementary axis is orthogonal to, so every target flipped about the same axis turns the same way.
+_HALF_TURN_SIDE = np.array([0.267, 0.535, 0.802])
+
+
+def orientation_log_residual_world(r_model: np.ndarray, r_target: np.ndarray) -> np.ndarray:
+    """``log(R* R^T)^vee``: the world-frame rotation vector ``theta a`` from the model to the target.
+
+    It equals :func:`orientation_residual_world` scaled by ``theta / sin(theta)`` (identical to first order
+    near the target), but keeps growing up to ``pi`` instead of falling back to zero past 90 degrees: the
+    ``sin`` residual of eq. (5) vanishes for a target turned half a turn, so the closed loop of eq. (9) has
+    no pull at all there. Half-turn axes are signed towards a fixed direction (deterministic, shared by
+    every target).
+    """
+    m = r_target @ np.swapaxes(r_model, -1, -2)
+    w = vee_of_skew_part(m)  # sin(theta) a
+    sin = np.linalg.norm(w, axis=-1)
+    cos = np.clip(0.5 * (np.einsum("...ii->...", m) - 1.0), -1.0, 1.0)
+    theta = np.arctan2(sin, cos)
+    small = sin < 1e-6
+    scale = np.where(small, 1.0 + sin * sin / 6.0, theta / np.where(small, 1.0, sin))
+    out = w * scale[..., None]
+    obtuse = cos < 0.0
+    if np.any(obtuse):
+        # past 90 degrees take the axis from the symmetric part, (M + M^T)/2 - cos I = (1 - cos) a a^T
+        mo, wo, co, to = m[obtuse], w[obtuse], cos[obtuse], theta[obtuse]
+        outer = 0.5 * (mo + np.swapaxes(mo, -1, -2)) - co[:, None, None] * np.eye(3)
+        diagonal = np.einsum("...ii->...i", outer)
+        column = np.argmax(diagonal, axis=-1)
+        rows = np.arange(column.size)
+        axis = (
+            outer[rows, :, column] / np.sqrt(np.maximum(diagonal[rows, column] * (1.0 - co), 1e-300))[:, None]
+        )
+        side = np.einsum("...i,...i->...", axis, wo)
+        tie = np.abs(side) < 1e-12
+        side = np.where(tie, axis @ _HALF_TURN_SIDE, side)
+        axis *= np.where(side < 0.0, -1.0, 1.0)[:, None]
+        out[obtuse] = to[:, None] * axis
+    return out
+
+
 def normalized_trace_error(r_model: np.ndarray, r_target: np.ndarray) -> np.ndarray:
     """``tr(I - R^T R*) / 2`` per pair (the summand of eq. 15), in [0, 2]; 0 when aligned."""
     trace = np.einsum("...ij,...ij->...", r_model, r_target)

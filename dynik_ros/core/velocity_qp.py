@@ -106,12 +106,21 @@ class VelocityQP:
         weights: np.ndarray,
         lower: np.ndarray,
         upper: np.ndarray,
+        regularization: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> QPSolution:
-        """Solve eq. (10) for the current ``J``, ``v*`` (eq. 9) and bounds; ``nu`` and OSQP's status."""
+        """Solve eq. (10) for the current ``J``, ``v*`` (eq. 9) and bounds; ``nu`` and OSQP's status.
+
+        ``regularization = (d, t)`` adds ``1/2 sum_c d_c (nu_c - t_c)^2`` to the cost (diagonal: the
+        pattern of ``P`` is unchanged), e.g. a joint-space task.
+        """
         weighted = jacobian * (weights**2)[:, None]
         hessian = jacobian.T @ weighted
         hessian[np.diag_indices(self.n)] += self.settings.damping
         gradient = -(weighted.T @ target_velocity)
+        if regularization is not None:
+            diagonal, target = regularization
+            hessian[np.diag_indices(self.n)] += diagonal
+            gradient -= diagonal * target
         if self.settings.inactive_shortcut:
             x = self._unconstrained(hessian, gradient)
             if x is not None:

@@ -166,9 +166,14 @@ class Retargeter:
         return self._q0.copy()
 
     def make_ik(self, config: DynamicalIKConfig | None = None, q0: np.ndarray | None = None) -> DynamicalIK:
-        """A :class:`DynamicalIK` for the robot and these targets, from :meth:`initial_configuration`."""
+        """A :class:`DynamicalIK` for the robot and these targets, from :meth:`initial_configuration` (also
+        its home posture for branch recovery)."""
         return DynamicalIK(
-            self.robot, self.targets, config, self.initial_configuration() if q0 is None else q0
+            self.robot,
+            self.targets,
+            config,
+            self.initial_configuration() if q0 is None else q0,
+            home=self.initial_configuration(),
         )
 
     # ------------------------------------------------------------------ targets

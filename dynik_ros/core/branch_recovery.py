@@ -1,0 +1,154 @@
+"""Leaving a wrong IK branch: a shadow tracker started from the home posture (beyond the paper).
+
+The dynamical IK is a local method: eq. (10) follows the gradient of the pose error. Limbs with three
+joints reach most orientations on two branches, and with joint limits the wrong branch can be a local
+minimum of the error: a robot started with its hip pitched to the far end of its range, or one that
+flipped branch through a singularity, presses a joint against its limit and stays 30-40 degrees off for
+good (measured on the G1 from the far end of every range: MNTE 0.5 for 10 s). No gain or integration
+scheme changes that; only a non-local move does.
+
+:class:`BranchRecovery` makes that move, and only when it pays:
+
+1. *stuck*: the weighted RMS of the residual of eq. (5) stays above ``threshold`` for ``patience``
+   seconds;
+2. *trial*: a second dynamical IK (the shadow), started from the home posture (the model's neutral or
+   the retargeting map's initial pose) at the main IK's base pose, tracks the same measurements for up
+   to ``trial`` seconds; the main IK keeps tracking and publishing as before;
+3. *transfer*: if, after ``settle_trial`` seconds, the shadow's error falls below ``improvement`` times
+   the main IK's, the main IK adds the joint-space task ``s_dot = K_t (s_shadow - s)`` to its QP with a
+   dominant weight (the frame tasks are scaled down), so it travels to the shadow's branch through the
+   same QP, inside the position and velocity limits (the shadow's joint velocity is fed forward); when
+   every joint is within ``arrival`` of the shadow, or the main IK's error is down to twice the shadow's,
+   the task is dropped and the shadow stops.
+
+A target the robot cannot reach leaves the shadow no better than the main IK: no transfer happens and the
+next trial waits ``cooldown`` seconds, so an unreachable motion costs a trial's CPU now and then and never
+makes the robot wander. Cost: one extra IK step per sample while a trial or transfer runs, none otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class BranchRecoveryConfig:
+    """When to try the home posture and how to move over (see the module docstring)."""
+
+    enabled: bool = True
+    threshold: float = 0.05  # weighted RMS residual (rad or m per row) that counts as off the motion
+    patience: float = 0.5  # s above the threshold before a trial starts
+    trial: float = 2.0  # s the shadow gets to beat the main IK
+    improvement: float = 0.5  # the shadow's error must be below this fraction of the main IK's
+    settle_trial: float = 0.25  # s the shadow runs before it is compared
+    cooldown: float = 5.0  # s between an unsuccessful trial and the next
+    transfer_gain: float = 10.0  # 1/s, K_t of the joint-space task
+    transfer_weight: float = 10.0  # weight of the joint-space task
+    tracking_scale: float = 0.1  # the frame tasks' weights are scaled by this during a transfer
+    arrival: float = 0.05  # rad (or m): every joint this close to the shadow ends the transfer
+    transfer_timeout: float = 4.0  # s: a transfer that has not arrived by then is given up
+
+    def __post_init__(self) -> None:
+        for name in (
+            "threshold",
+            "patience",
+            "trial",
+            "improvement",
+            "settle_trial",
+            "cooldown",
+            "transfer_gain",
+            "transfer_weight",
+            "tracking_scale",
+            "arrival",
+            "transfer_timeout",
+        ):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"branch recovery: {name} must be finite and >= 0, got {value}")
+
+
+@dataclass
+class JointTask:
+    """A joint-space task for the QP: ``weight^2 |s_dot - velocity|^2`` and the scale of the frame weights."""
+
+    velocity: np.ndarray
+    weight: float
+    tracking_scale: float
+
+
+class BranchRecovery:
+    """The stuck / trial / transfer state machine of the module docstring for one main IK.
+
+    ``make_shadow(q0)`` builds (once) or resets the shadow solver at ``q0``; it must expose ``step``,
+    ``reset``, ``joint_positions``, ``joint_velocities`` and ``last_error``.
+    """
+
+    IDLE, TRIAL, TRANSFER = "idle", "trial", "transfer"
+
+    def __init__(self, config: BranchRecoveryConfig, make_shadow: Callable[[np.ndarray], object]):
+        self.config = config
+        self._make_shadow = make_shadow
+        self.shadow = None
+        self.reset()
+
+    def reset(self) -> None:
+        self.state = self.IDLE
+        self._above = 0.0  # time spent above the threshold
+        self._timer = 0.0  # time in the current trial / transfer
+        self._cooldown = 0.0
+        self.trials = self.transfers = 0
+
+    def before_step(self, dt: float, joint_positions: np.ndarray) -> JointTask | None:
+        """The joint-space task of this step (during a transfer), else ``None``."""
+        if self.state != self.TRANSFER or self.shadow is None:
+            return None
+        c = self.config
+        # the shadow keeps moving: its joint velocity is fed forward, the gap closes at K_t
+        velocity = self.shadow.joint_velocities + c.transfer_gain * (
+            self.shadow.joint_positions - joint_positions
+        )
+        return JointTask(velocity, c.transfer_weight, c.tracking_scale)
+
+    def after_step(
+        self,
+        error: float,
+        dt: float,
+        q: np.ndarray,
+        home: np.ndarray,
+        measurements,
+        joint_positions: np.ndarray,
+    ) -> None:
+        """Advance the state machine with the main IK's residual ``error`` of this step; steps the shadow."""
+        c = self.config
+        if not c.enabled:
+            return
+        self._cooldown = max(self._cooldown - dt, 0.0)
+        if self.state == self.IDLE:
+            self._above = self._above + dt if error > c.threshold else 0.0
+            if self._above >= c.patience and self._cooldown <= 0.0:
+                self.shadow = self._make_shadow(home)
+                self.state, self._timer = self.TRIAL, 0.0
+                self.trials += 1
+            return
+        self._timer += dt
+        self.shadow.step(measurements, dt)
+        shadow_error = self.shadow.last_error
+        if self.state == self.TRIAL:
+            if self._timer >= c.settle_trial and shadow_error < c.improvement * error:
+                self.state, self._timer = self.TRANSFER, 0.0
+                self.transfers += 1
+            elif self._timer >= c.trial:
+                self._stop(cooldown=True)
+            return
+        arrived = np.max(np.abs(self.shadow.joint_positions - joint_positions)) <= c.arrival
+        if arrived or error <= max(2.0 * shadow_error, 0.1 * c.threshold):
+            self._stop(cooldown=False)
+        elif self._timer >= c.transfer_timeout:
+            self._stop(cooldown=True)
+
+    def _stop(self, cooldown: bool) -> None:
+        self.state, self._above, self._timer = self.IDLE, 0.0, 0.0
+        self._cooldown = self.config.cooldown if cooldown else 0.0
