@@ -116,7 +116,6 @@ class BranchRecovery:
         self,
         error: float,
         dt: float,
-        q: np.ndarray,
         home: np.ndarray,
         measurements,
         joint_positions: np.ndarray,

@@ -55,6 +55,7 @@ settings 4.4 s to their own floor of 2.8e-3), so a switch would only add a mode.
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Sequence
@@ -175,7 +176,7 @@ class DynamicalIK:
         self._upper = np.empty(n + self._n_coupled)
         self.info = StepInfo()
         self.last_error = float("nan")
-        self.target_errors = np.zeros(self.targets.n_position + self.targets.n_orientation)
+        self._target_squares = np.zeros(self.targets.n_position + self.targets.n_orientation)
         self.home = (
             robot.neutral_configuration(warn=False)
             if home is None
@@ -275,6 +276,11 @@ class DynamicalIK:
                 raise ValueError(f"gains must be finite and >= 0, got {value}")
             self.gains[rows] = value
 
+    @property
+    def target_errors(self) -> np.ndarray:
+        """Per target, the weighted RMS of its residual rows at the last step (rad or m)."""
+        return np.sqrt(self._target_squares / 3.0)
+
     def _joints_to_restart(self) -> np.ndarray:
         """Joints a branch-recovery trial moves home: those carrying a target that is off (error above
         the recovery threshold), except joints that also carry a target on track elsewhere in the body
@@ -318,7 +324,7 @@ class DynamicalIK:
         corrected = self._capped(feed_forward + gains * residual)  # v* of eq. (9)
         if predicted:
             base_position, q_next = self._predicted_configuration(dt)
-            kinematics.update(q_next)
+            kinematics.update_jacobian(q_next)
             jacobian = kinematics.stacked_jacobian(base_position)
         else:
             jacobian = kinematics.stacked_jacobian(self.base_position)
@@ -341,10 +347,10 @@ class DynamicalIK:
             self.stop()
             self.qp.reset_warm_start()
         self._reference = measurements
-        weighted = (self.weights * residual) ** 2
-        self.last_error = float(np.sqrt(np.mean(weighted)))
-        self.target_errors = np.sqrt(weighted.reshape(-1, 3).mean(axis=1))
-        self.recovery.after_step(self.last_error, dt, self.q, self.home, measurements, self.joint_positions)
+        weighted = self.weights * residual
+        self._target_squares = np.einsum("ij,ij->i", *(weighted.reshape(-1, 3),) * 2)
+        self.last_error = math.sqrt(self._target_squares.sum() / residual.size)
+        self.recovery.after_step(self.last_error, dt, self.home, measurements, self.joint_positions)
         self.info = StepInfo(
             status=solution.status,
             iterations=solution.iterations,
@@ -362,11 +368,11 @@ class DynamicalIK:
         A sensor glitch (a 1e30 twist, a pelvis 1e20 m away) then asks for a fast but finite motion that
         the QP solves normally; unscaled, such values make OSQP fail on that step and the next ones."""
         rows = velocity.reshape(-1, 3)
-        norms = np.linalg.norm(rows, axis=1)
+        squares = np.einsum("ij,ij->i", rows, rows)
         caps = self._speed_caps
-        if np.all(norms <= caps):
+        if (squares <= caps * caps).all():
             return velocity
-        scale = np.minimum(1.0, caps / np.maximum(norms, 1e-300))
+        scale = np.minimum(1.0, caps / np.maximum(np.sqrt(squares), 1e-300))
         return (rows * scale[:, None]).reshape(-1)
 
     def _plan_integration(self, dt: float) -> None:
@@ -432,21 +438,21 @@ class DynamicalIK:
             self._paper_bounds()
             return
         robot, kg, n = self.robot, self.config.limit_gain, self.robot.n_joints
-        s, vmax = self.joint_positions, robot.velocity_limit
-        m_low = np.maximum(-vmax * np.tanh(kg * (s - robot.lower)), (robot.lower - s) / dt)
-        m_high = np.minimum(vmax * np.tanh(kg * (robot.upper - s)), (robot.upper - s) / dt)
-        # s is inside its limits, so 0 lies in [m_low, m_high]; guard against round-off all the same
-        m_low, m_high = np.minimum(m_low, 0.0), np.maximum(m_high, 0.0)
+        vmax = robot.velocity_limit
+        below = self.joint_positions - robot.lower  # >= 0: the joints are kept inside their limits
+        above = robot.upper - self.joint_positions
+        m_low = -np.minimum(vmax * np.tanh(kg * below), below / dt)
+        m_high = np.minimum(vmax * np.tanh(kg * above), above / dt)
         if self._n_coupled:
             c = robot.constraints
-            slack = np.maximum(c.b - c.A @ s, 0.0)
+            slack = np.maximum(c.b - c.A @ self.joint_positions, 0.0)
             row_high = np.minimum(c.velocity_bound * np.tanh(kg * slack), slack / dt)
         for attempt in range(2):
             w0 = self._corrector[0]
             carried = self._carried_velocity[robot.base_dofs :]
             lower = np.maximum((m_low - carried) / w0, -vmax)
             upper = np.minimum((m_high - carried) / w0, vmax)
-            feasible = bool(np.all(lower <= upper))
+            feasible = bool((lower <= upper).all())
             if self._n_coupled:
                 rows_upper = (row_high - c.A @ carried) / w0
             if feasible and self._n_coupled:

@@ -76,6 +76,13 @@ class FrameKinematics:
         pin.computeJointJacobians(self.model, self.data, q)
         return self._frame_poses()
 
+    def update_jacobian(self, q: np.ndarray) -> None:
+        """Kinematics and Jacobians at ``q`` for :meth:`stacked_jacobian` only (no orientation poses)."""
+        pin.computeJointJacobians(self.model, self.data, q)
+        pin.updateFramePlacements(self.model, self.data)
+        omf = self.data.oMf
+        self._positions_all = np.array([omf[i].translation for i in self.position_ids]).reshape(-1, 3)
+
     def poses(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Forward kinematics ``h(q)`` only (no Jacobian); same outputs as :meth:`update`."""
         pin.forwardKinematics(self.model, self.data, q)

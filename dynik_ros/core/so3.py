@@ -53,11 +53,15 @@ def orientation_log_residual_world(r_model: np.ndarray, r_target: np.ndarray) ->
     """
     m = r_target @ np.swapaxes(r_model, -1, -2)
     w = vee_of_skew_part(m)  # sin(theta) a
-    sin = np.linalg.norm(w, axis=-1)
-    cos = np.clip(0.5 * (np.einsum("...ii->...", m) - 1.0), -1.0, 1.0)
+    sin2 = np.einsum("...i,...i->...", w, w)
+    cos = 0.5 * (np.einsum("...ii->...", m) - 1.0)
+    if sin2.max(initial=0.0) < 1e-8 and cos.min(initial=1.0) > 0.0:
+        # every angle below 1e-4 rad (tracking): theta / sin(theta) = 1 + theta^2 / 6 + O(theta^4)
+        return w * (1.0 + sin2 / 6.0)[..., None]
+    sin = np.sqrt(sin2)
     theta = np.arctan2(sin, cos)
     small = sin < 1e-6
-    scale = np.where(small, 1.0 + sin * sin / 6.0, theta / np.where(small, 1.0, sin))
+    scale = np.where(small, 1.0 + sin2 / 6.0, theta / np.where(small, 1.0, sin))
     out = w * scale[..., None]
     obtuse = cos < 0.0
     if np.any(obtuse):
