@@ -377,6 +377,8 @@ def pipeline(
             "robot": robot_name,
             "config_file": config_file,
             "use_base_odom": bool(use_mocap),
+            # an offline replay runs ahead of the clock: stamps are checked against the stream only
+            **({"max_future_stamp": 0.0} if replay and not as_bool(args, "realtime") else {}),
             "publish_markers": True,
             "publish_tf": True,
         },

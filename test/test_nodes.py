@@ -292,7 +292,7 @@ def test_data_flows_through_all_four_nodes(h):
     from dynik_ros.nodes.conversions import pose_msg
 
     src = h.add(wearable(rate=60.0, duration=1.5, realtime=False))
-    solver = h.add(ik(use_base_odom=True))
+    solver = h.add(ik(use_base_odom=True, max_future_stamp=0.0))  # offline: stamps run ahead of the clock
     base = h.add(mocap(calibration_samples=5, align_world=False, base_frame="Pelvis"))
     out = h.add(bridge())
     commands = h.collect(Float64MultiArray, "/test_ctrl/commands")
@@ -677,3 +677,166 @@ def test_ik_node_retargets_to_the_g1(h, samples):
     marker_array = solver._markers(*solver._latest)
     points = np.array([(p.x, p.y, p.z) for m in marker_array.markers for p in m.points])
     assert np.all(np.isfinite(points)) and len(points) == 2 * (6 * 14 + len(solver._skeleton_links))
+
+
+# --------------------------------------------------------------------------- hostile input (issue 8)
+def _robust_ik(h, **values: Any):
+    """An active ik_node (Human66) with a best-effort publisher of /human/link_states feeding it."""
+    from sensor_msgs.msg import JointState, MultiDOFJointState
+
+    from dynik_ros.nodes.common import SENSOR_QOS
+
+    solver = h.add(ik(**values))
+    joints = h.collect(JointState, "/dynik/joint_states")
+    pub = h.probe.create_publisher(MultiDOFJointState, "/human/link_states", SENSOR_QOS)
+    assert ok(solver.trigger_configure()) and ok(solver.trigger_activate())
+    h.wait_matched(pub)
+    return solver, joints, pub
+
+
+def _deliver(h, solver, pub, message) -> None:
+    """Publish and spin until ik_node took it (best effort: resent if it was lost on the way)."""
+    for _ in range(5):
+        before = solver.received
+        pub.publish(message)
+        if h.spin_until(lambda before=before: solver.received > before, timeout=4.0):
+            return
+    raise AssertionError("ik_node never received the message")
+
+
+def test_undecodable_bytes_never_end_ik_node(h, samples):
+    """A 1-byte or non-CDR message used to raise rclpy's RMWError out of the callback and end the spin."""
+    solver, joints, pub = _robust_ik(h)
+    t0 = 10**18
+    _deliver(h, solver, pub, link_msg(samples[0], t0))
+    for garbage in (b"\x01", b"\x00\x01\x00\x00", bytes(range(256)) * 3):
+        _deliver(h, solver, pub, garbage)  # raw serialized bytes on the wire
+    for k in range(1, 6):
+        _deliver(h, solver, pub, link_msg(samples[k], t0 + k * 10**9 // 120))
+    assert solver.steps == 5 and solver.active
+    assert solver.rejections.total == 3
+
+
+@pytest.mark.parametrize("future_check", [1.0, 0.0])
+def test_one_message_from_the_future_does_not_block_the_stream(h, samples, future_check):
+    """A year ahead: refused (against the node clock, or as an unconfirmed jump of the stream), and the
+    valid messages after it are still tracked."""
+    solver, joints, pub = _robust_ik(h, max_future_stamp=future_check)
+    now = solver.get_clock().now().nanoseconds
+    period = 10**9 // 120
+    for k in range(5):
+        _deliver(h, solver, pub, link_msg(samples[k], now + k * period))
+    _deliver(h, solver, pub, link_msg(samples[5], now + 365 * 24 * 3600 * 10**9))
+    for k in range(6, 12):
+        _deliver(h, solver, pub, link_msg(samples[k], now + k * period))
+    assert solver.steps == 10, solver.rejections.counts
+    reason = "future_stamp" if future_check else "stamp_jump"
+    assert solver.rejections.counts[reason] == 1 and solver.rejections.total == 1
+
+
+def test_a_stream_restarted_on_a_new_time_base_is_accepted_after_confirmation(h, samples):
+    solver, joints, pub = _robust_ik(h, max_future_stamp=0.0)
+    t0, period = 10**18, 10**9 // 120
+    for k in range(5):
+        _deliver(h, solver, pub, link_msg(samples[k], t0 + k * period))
+    t1 = t0 + 3600 * 10**9  # the source restarted an hour later
+    for k in range(5, 12):
+        _deliver(h, solver, pub, link_msg(samples[k], t1 + k * period))
+    assert solver.rejections.counts["stamp_jump"] == 2  # two unconfirmed, the third re-bases
+    assert solver.rebased == 1 and solver.steps == 4 + 5
+
+
+@pytest.mark.parametrize("glitch", ["far", "twist"])
+def test_absurd_but_finite_links_are_refused_and_tracking_goes_on(h, samples, glitch):
+    solver, joints, pub = _robust_ik(h, max_future_stamp=0.0)
+    t0, period = 10**18, 10**9 // 120
+    for k in range(20):
+        msg = link_msg(samples[k], t0 + k * period)
+        if k == 10:
+            if glitch == "far":
+                msg.transforms[0].translation.x = 1e20
+            else:
+                msg.twist[3].angular.z = 1e30
+        _deliver(h, solver, pub, msg)
+    reason = "implausible_position" if glitch == "far" else "implausible_speed"
+    assert solver.rejections.counts[reason] == 1 and solver.rejections.total == 1
+    assert solver.steps == 18 and solver.held_steps == 0
+    assert h.spin_until(lambda: len(joints) >= 19)
+    assert all(np.all(np.isfinite(j.position)) for j in joints)
+
+
+def test_a_teleport_that_stays_is_accepted_after_three_samples(h, samples):
+    solver, joints, pub = _robust_ik(h, max_future_stamp=0.0)
+    t0, period = 10**18, 10**9 // 120
+    for k in range(15):
+        msg = link_msg(samples[k], t0 + k * period)
+        if k >= 8:
+            for t in msg.transforms:
+                t.translation.x += 100.0
+        _deliver(h, solver, pub, msg)
+    assert solver.rejections.counts["implausible_jump"] == 2
+    assert solver.rebased == 1
+    assert h.spin_until(lambda: len(joints) >= 13)
+
+
+def test_a_held_ik_is_reported_as_an_error_and_never_published_as_motion(h, samples):
+    """The core's real hold path (OSQP reports failure): ik_node publishes nothing for the held samples,
+    says ERROR in /diagnostics, and resumes when solves succeed again."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+
+    from dynik_ros.core.velocity_qp import QPSolution
+
+    solver, joints, pub = _robust_ik(h, max_future_stamp=0.0)
+    diagnostics = h.collect(DiagnosticArray, "/diagnostics")
+    t0, period = 10**18, 10**9 // 120
+    for k in range(5):
+        _deliver(h, solver, pub, link_msg(samples[k], t0 + k * period))
+    assert h.spin_until(lambda: len(joints) >= 5)
+    qp, solve = solver.ik.qp, solver.ik.qp.solve
+    qp.solve = lambda *a, **kw: QPSolution(np.zeros(qp.n), "primal infeasible", 10, False)
+    for k in range(5, 10):
+        _deliver(h, solver, pub, link_msg(samples[k], t0 + k * period))
+    h.spin(0.3)
+    assert len(joints) == 5 and solver.held_steps == 5
+
+    def error_reported() -> bool:
+        return any(s.level == DiagnosticStatus.ERROR for m in diagnostics for s in m.status)
+
+    assert h.spin_until(error_reported, timeout=10.0)
+    qp.solve = solve
+    for k in range(10, 14):
+        _deliver(h, solver, pub, link_msg(samples[k], t0 + k * period))
+    assert h.spin_until(lambda: len(joints) >= 9) and not solver.held
+
+
+def test_a_core_step_that_raises_is_counted_and_the_node_keeps_running(h, samples):
+    solver, joints, pub = _robust_ik(h, max_future_stamp=0.0)
+    t0, period = 10**18, 10**9 // 120
+    _deliver(h, solver, pub, link_msg(samples[0], t0))
+    step = solver.ik.step
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated solver bug")
+
+    solver.ik.step = broken
+    _deliver(h, solver, pub, link_msg(samples[1], t0 + period))
+    solver.ik.step = step
+    _deliver(h, solver, pub, link_msg(samples[2], t0 + 2 * period))
+    assert solver.rejections.counts["unhandled"] == 1 and solver.active and solver.steps == 1
+
+
+def test_per_sample_statistics_are_bounded():
+    from dynik_ros.core.rolling import RollingSamples
+
+    rng = np.random.default_rng(0)
+    window = RollingSamples(capacity=10_000)
+    values = rng.exponential(1e-3, 200_000)
+    for x in values:
+        window.append(x)
+    assert len(window) == 10_000 and window.total == 200_000 and window._data.nbytes == 80_000
+    np.testing.assert_array_equal(window.array(), values[-10_000:])
+    assert window.percentile(99) == pytest.approx(np.percentile(values[-10_000:], 99))
+    rows = RollingSamples(capacity=3, width=4)
+    for k in range(5):
+        rows.append((k, k + 0.1, k + 0.2, k + 0.3))
+    assert [r[0] for r in rows] == [2, 3, 4] and rows[1:, 1].tolist() == [3.1, 4.1]

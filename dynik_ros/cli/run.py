@@ -22,6 +22,7 @@ import importlib
 import math
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -180,16 +181,34 @@ def typed_parameters(entry: NodeEntry) -> list:
 
 # --------------------------------------------------------------------------- tracing
 class Tracer:
-    """Wall time of the first occurrence of each (event, source stamp): latency between events."""
+    """Wall time of the first occurrence of each (event, source stamp): latency between events.
 
-    def __init__(self) -> None:
-        self.events: dict[str, dict[int, float]] = {}
+    Bounded: each event keeps its ``capacity`` most recent stamps (latencies are over that window; an
+    hour at 240 Hz would otherwise hold ~10^6 entries per event); ``counts`` and ``newest`` cover the
+    whole run."""
+
+    def __init__(self, capacity: int = 100_000) -> None:
+        self.capacity = capacity
+        self.events: dict[str, OrderedDict[int, float]] = {}
+        self.counts: dict[str, int] = {}
+        self.newest: dict[str, int] = {}
+        self.oldest: dict[str, int] = {}
 
     def hook(self, node_label: str):
         def record(event: str, stamp: int) -> None:
-            table = self.events.setdefault(event, {})
-            if stamp not in table:
-                table[stamp] = time.perf_counter()
+            table = self.events.get(event)
+            if table is None:
+                table = self.events[event] = OrderedDict()
+            if stamp in table:
+                return
+            table[stamp] = time.perf_counter()
+            if len(table) > self.capacity:
+                table.popitem(last=False)
+            self.counts[event] = self.counts.get(event, 0) + 1
+            if stamp > self.newest.get(event, -(2**63)):
+                self.newest[event] = stamp
+            if stamp < self.oldest.get(event, 2**63):
+                self.oldest[event] = stamp
 
         return record
 
@@ -252,6 +271,9 @@ class PipelineRunner:
         from rclpy.context import Context
 
         for entry in self.pipeline.nodes:
+            if entry.executable == "ik_node" and self.offline:
+                # offline, the source runs ahead of the clock: ik_node checks stamps against the stream
+                entry.parameters.setdefault("max_future_stamp", 0.0)
             if entry.executable == "wearable_node":
                 entry.parameters["realtime"] = not self.offline
                 if entry.parameters.get("loop"):
@@ -364,8 +386,7 @@ class PipelineRunner:
         """Spin until the wearable's source is exhausted and the IK answered its last sample (or a quiet
         0.5 s), then 0.2 s more for the last commands and recordings; True if the timeout ended it."""
         wearable = next(n for n in nodes.values() if hasattr(n, "finished"))
-        outputs = self.tracer.events.setdefault("ik_output", {})
-        published = self.tracer.events.setdefault("link_states", {})
+        outputs = self.tracer.events.setdefault("ik_output", OrderedDict())
         state: dict[str, float] = {}
 
         def done() -> bool:
@@ -373,7 +394,7 @@ class PipelineRunner:
                 return False
             now = time.perf_counter()
             state.setdefault("finished", now)
-            last = max(published) if published else None
+            last = self.tracer.newest.get("link_states")
             if last is None or last in outputs or now - state["finished"] > 0.5:
                 state.setdefault("drained", now + 0.2)
             return now >= state.get("drained", math.inf)
@@ -384,8 +405,8 @@ class PipelineRunner:
         wearable = next(n for n in nodes.values() if hasattr(n, "finished"))
         ik = next((n for n in nodes.values() if hasattr(n, "solve_times")), None)
         bridge = next((n for n in nodes.values() if hasattr(n, "command_topic")), None)
-        stamps = sorted(self.tracer.events.get("link_states", {}))
-        span = (stamps[-1] - stamps[0]) * 1e-9 if len(stamps) > 1 else 0.0
+        first, last = self.tracer.oldest.get("link_states"), self.tracer.newest.get("link_states")
+        span = (last - first) * 1e-9 if first is not None and last is not None else 0.0
         m: dict[str, Any] = {
             "pipeline": self.pipeline.name,
             "mode": "offline" if self.offline else "realtime",
@@ -420,7 +441,7 @@ class PipelineRunner:
             )
         if bridge is not None:
             latency = self.tracer.latencies("link_states", "command")
-            outputs = len(self.tracer.events.get("ik_output", {}))
+            outputs = self.tracer.counts.get("ik_output", 0)
             m.update(
                 {
                     "command_topic": _absolute(bridge.command_topic),

@@ -30,7 +30,9 @@ from visualization_msgs.msg import Marker, MarkerArray
 from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
 from dynik_ros.core.metrics import TrackingEvaluator
 from dynik_ros.core.robot_model import RobotModel
+from dynik_ros.core.rolling import RollingSamples
 from dynik_ros.core.targets import InvalidMeasurementError, Measurements
+from dynik_ros.io import plausibility, stamp_guard
 from dynik_ros.nodes.common import (
     RELIABLE_QOS,
     SENSOR_QOS,
@@ -47,9 +49,7 @@ from dynik_ros.nodes.conversions import (
     MISSING_LINKS,
     NAN,
     NON_ROTATION,
-    OUT_OF_ORDER,
     REJECTION_REASONS,
-    STALE,
     WRONG_LENGTHS,
     LinkStates,
     MessageRejected,
@@ -63,6 +63,14 @@ from dynik_ros.nodes.conversions import (
 
 HUMAN_MODELS = ("human66", "human48")
 INVALID = "invalid"
+UNHANDLED = "unhandled"  # an exception the callback did not expect: counted, logged, never fatal
+LOCAL_REASONS = (
+    INVALID,
+    UNHANDLED,
+    stamp_guard.FUTURE,
+    stamp_guard.JUMP,
+    *plausibility.REASONS,
+)
 _TF_NOTICE_GIVEN = False
 
 
@@ -124,6 +132,44 @@ class IKNode(DynikLifecycleNode):
         ParamSpec(
             "max_dt", 0.1, "Longer gaps between stamps are clamped to this dt [s].", low=1e-4, high=10.0
         ),
+        ParamSpec(
+            "max_future_stamp",
+            1.0,
+            "Inputs stamped further ahead of the node clock are refused [s]; 0 = check against the stream "
+            "only (offline replays run ahead of the clock; io/stamp_guard.py).",
+            low=0.0,
+            high=1e9,
+        ),
+        ParamSpec(
+            "max_stamp_jump",
+            10.0,
+            "A stamp this far after the newest input is refused until 3 consecutive ones confirm a new "
+            "time base [s].",
+            low=1e-3,
+            high=1e9,
+        ),
+        ParamSpec(
+            "max_link_distance",
+            1000.0,
+            "Links further from the world origin are implausible [m] (io/plausibility.py).",
+            low=1e-3,
+            high=1e12,
+        ),
+        ParamSpec(
+            "max_link_speed",
+            50.0,
+            "Link speeds above this, or per-sample jumps beyond it (plus 0.5 m), are implausible [m/s].",
+            low=1e-3,
+            high=1e12,
+        ),
+        ParamSpec(
+            "max_link_angular_speed",
+            100.0,
+            "Link angular speeds above this, or per-sample turns beyond it (plus 1 rad), are implausible "
+            "[rad/s].",
+            low=1e-3,
+            high=1e12,
+        ),
         ParamSpec("publish_markers", True, "Publish /dynik/markers (targets, achieved frames, skeleton)."),
         ParamSpec("marker_rate", 30.0, "Maximum rate of /dynik/markers [Hz].", low=0.1, high=1000.0),
         ParamSpec(
@@ -160,16 +206,31 @@ class IKNode(DynikLifecycleNode):
 
     def reset_statistics(self) -> None:
         """Clear counters and samples (also done at configure)."""
-        self.rejections = RejectionCounter(REJECTION_REASONS + (INVALID,))
+        self.rejections = RejectionCounter(REJECTION_REASONS + LOCAL_REASONS)
         self.received = 0
         self.steps = 0
         self.qp_failures = 0
+        self.held = False  # the last step failed: nothing was published for it
+        self.held_steps = 0
+        self.rebased = 0
         self.dt_clamped = 0
         self.base_odom_missing = 0
         self.last_qp_status = "none"
-        self.solve_times: list[float] = []
-        self.callback_times: list[float] = []
-        self.errors: list[tuple[int, float, float, float]] = []  # (stamp_ns, mnte, omega rmse, pos rmse)
+        # bounded: the last 1e5 samples (core/rolling.py)
+        self.solve_times = RollingSamples()
+        self.callback_times = RollingSamples()
+        self.errors = RollingSamples(width=4)  # rows (stamp_ns, mnte, omega rmse, pos rmse)
+        params = getattr(self, "params", None) or {}
+        self.stamps = stamp_guard.StampGuard(
+            params.get("max_input_age", 0.5),
+            params.get("max_future_stamp", 1.0),
+            params.get("max_stamp_jump", 10.0),
+        )
+        self.plausible = plausibility.PlausibilityGuard(
+            params.get("max_link_distance", 1000.0),
+            params.get("max_link_speed", 50.0),
+            params.get("max_link_angular_speed", 100.0),
+        )
         self._last_ns: int | None = None
         self._last_marker_ns = -(10**18)
         self._last_metrics_ns = -(10**18)
@@ -319,7 +380,7 @@ class IKNode(DynikLifecycleNode):
     def _on_odom(self, msg: Odometry) -> None:
         try:
             self._odom = odometry_from_msg(msg)
-        except MessageRejected as exc:
+        except Exception as exc:  # noqa: BLE001 - MessageRejected or anything else: never fatal
             self.get_logger().warning(f"base odometry refused: {exc}", throttle_duration_sec=2.0)
 
     def _reject(self, reason: str, detail: str) -> None:
@@ -329,6 +390,12 @@ class IKNode(DynikLifecycleNode):
     def _on_link_states(self, data: bytes) -> None:
         if not self.active or self.ik is None:
             return
+        try:
+            self._process(data)
+        except Exception as exc:  # noqa: BLE001 - no input may end the node: count, log, keep running
+            self._reject(UNHANDLED, f"{type(exc).__name__}: {exc}")
+
+    def _process(self, data: bytes) -> None:
         start = wall_time()
         self.received += 1
         try:
@@ -337,13 +404,23 @@ class IKNode(DynikLifecycleNode):
             self._reject(exc.reason, exc.detail)
             return
         stamp = links.stamp_ns
-        if self._last_ns is not None and stamp <= self._last_ns:
-            age = (self._last_ns - stamp) * 1e-9
-            if age > self.params["max_input_age"]:
-                self._reject(STALE, f"stamp {age:.3f} s older than the newest input")
-            else:
-                self._reject(OUT_OF_ORDER, f"stamp not after the previous input ({age * 1e3:.3f} ms older)")
+        verdict, detail = self.stamps.check(stamp, self.get_clock().now().nanoseconds)
+        if verdict not in (stamp_guard.ACCEPTED, stamp_guard.REBASED):
+            self._reject(verdict, detail)
             return
+        dt = min((stamp - self._last_ns) * 1e-9, self.params["max_dt"]) if self._last_ns is not None else 0.01
+        reason, detail = self.plausible.check(
+            links.positions, links.rotations, links.linear_velocities, links.angular_velocities, dt
+        )
+        if reason is not None and reason != "rebased":
+            self.stamps.last_ns = self._last_ns  # a refused sample does not move the stream's reference
+            self._reject(reason, detail)
+            return
+        if verdict == stamp_guard.REBASED or reason == "rebased":
+            self.rebased += 1
+            self.get_logger().warning(f"input re-based: {detail}")
+            if reason == "rebased":  # the person is somewhere else now: start over there, like at first
+                self._last_ns = None
         try:
             measurements = self._measurements(links)
             if self._last_ns is None:
@@ -362,9 +439,17 @@ class IKNode(DynikLifecycleNode):
                 if not self.ik.info.solved:
                     self.qp_failures += 1
         except InvalidMeasurementError as exc:
+            self.stamps.last_ns = self._last_ns
             self._reject(_reason_of(str(exc)), str(exc))
             return
         self._last_ns = stamp
+        self.held = self._last_ns is not None and self.steps > 0 and self.ik.info.held
+        if self.held:  # a held step is not fresh motion: publish nothing, the bridge's stale hold engages
+            self.held_steps += 1
+            self.get_logger().error(
+                f"IK held (QP {self.ik.info.status}): no output for this sample", throttle_duration_sec=1.0
+            )
+            return
         self._publish_state(stamp, q, v)
         self.emit("ik_output", stamp)
         rate = self.params["metrics_rate"]
@@ -383,7 +468,10 @@ class IKNode(DynikLifecycleNode):
         stamp, q, links, measurements = self._latest
         if stamp != self._last_marker_ns:
             self._last_marker_ns = stamp
-            self._pub_markers.publish(self._markers(stamp, q, links, measurements))
+            try:
+                self._pub_markers.publish(self._markers(stamp, q, links, measurements))
+            except Exception as exc:  # noqa: BLE001 - a marker problem must not end the node
+                self._reject(UNHANDLED, f"markers: {type(exc).__name__}: {exc}")
 
     def _measurements(self, links: LinkStates) -> Measurements:
         poses, twists = links.poses(), links.twists()
@@ -518,11 +606,11 @@ class IKNode(DynikLifecycleNode):
         evaluations) and cumulative counts of refused inputs by reason."""
         if not self.active or self._pub_diag is None:
             return
-        times, errors = self.solve_times[-500:], self.errors[-100:]  # the recent past
+        times, errors = self.solve_times.recent(500), self.errors.recent(100)  # the recent past
         st = percentiles_ms(times)
 
         def mean(k: int) -> float:
-            return float(np.nanmean([e[k] for e in errors])) if errors else math.nan
+            return float(np.nanmean(errors[:, k])) if len(errors) else math.nan
 
         values: dict[str, Any] = {
             "model": self.model_label,
@@ -537,6 +625,8 @@ class IKNode(DynikLifecycleNode):
             "angular_velocity_rmse": mean(2),
             "position_rmse": mean(3),
             "dt_clamped": self.dt_clamped,
+            "held_steps": self.held_steps,
+            "rebased": self.rebased,
             "rejected_total": self.rejections.total,
         }
         values.update({f"rejected_{k}": v for k, v in self.rejections.counts.items()})
@@ -548,8 +638,11 @@ class IKNode(DynikLifecycleNode):
             message = f"{self.rejections.total} inputs refused, {self.qp_failures} QP failures"
             if self.rejections.last_detail:
                 message += f"; last: {self.rejections.last_detail}"
-        if not times and self.steps == 0:
+        if not len(times) and self.steps == 0:
             level, message = DiagnosticStatus.WARN, "waiting for /human/link_states"
+        if self.held:
+            level = DiagnosticStatus.ERROR
+            message = f"IK held: the last QP failed ({self.last_qp_status}); no output until it solves"
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [
