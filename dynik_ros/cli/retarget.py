@@ -434,10 +434,15 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         "elapsed_s": elapsed,
     }
     ok = finite and violation <= LIMIT_TOLERANCE and speed_breaches == 0
-    verdict = "OK" if ok else "FAILED: " + (
-        "NaN in output"
-        if not finite
-        else ("joint limit left" if violation > LIMIT_TOLERANCE else "velocity limit exceeded")
+    verdict = (
+        "OK"
+        if ok
+        else "FAILED: "
+        + (
+            "NaN in output"
+            if not finite
+            else ("joint limit left" if violation > LIMIT_TOLERANCE else "velocity limit exceeded")
+        )
     )
     duration = float(motion.times[-1] - motion.times[0]) if len(motion) > 1 else 0.0
     lines = [
