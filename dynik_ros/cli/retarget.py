@@ -15,8 +15,9 @@ synthetic motions start at 0), ``trajectory.csv``,
 (joint trajectories against their limits, like Figure 9 of Rapetti et al. 2020), ``phase.png`` (joint
 velocity against position inside the eq. (12) bounds, like Figure 3) and ``errors.png`` (error over time).
 
-Exit status: 0 on success, 1 if the result has NaN or leaves a joint limit by more than 1e-6 rad, 2 on
-bad arguments or an invalid map.
+Exit status: 0 on success; 1 if the result has NaN, leaves a joint limit by more than 1e-6 rad or moves a
+joint faster than its velocity limit (finite differences of the output); 2 on bad arguments, an invalid
+map or an input file that cannot be read (truncated, corrupted, wrong format: one line naming the file).
 """
 
 from __future__ import annotations
@@ -642,6 +643,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class InputFileError(ValueError):
+    """An input file that cannot be read: its name and the reader's reason, on one line."""
+
+
+def _read_motion_file(args: argparse.Namespace) -> HumanMotion:
+    """``--bag`` or ``--npz``; any failure of the reader (truncated or corrupted file, wrong format,
+    missing metadata) becomes one :class:`InputFileError` naming the file (exit 2, no traceback)."""
+    path = args.bag if args.bag is not None else args.npz
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    if args.npz is not None and path.is_file():
+        with open(path, "rb") as f:
+            if f.read(4) != b"PK\x03\x04":  # an .npz is a zip archive
+                raise InputFileError(f"cannot read {path} as a .npz motion file: not a zip archive")
+    try:
+        return read_bag_motion(path, args.topic) if args.bag is not None else read_npz_motion(path)
+    except Exception as exc:  # noqa: BLE001 - a reader's own error types vary (rosbags, zipfile, numpy)
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        kind = "rosbag2" if args.bag is not None else ".npz motion file"
+        raise InputFileError(f"cannot read {path} as a {kind}: {reason} ({type(exc).__name__})") from exc
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -654,10 +677,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--duration and --rate must be positive")
     try:
         retargeter = Retargeter.from_config(args.robot, args.calibration)
-        if args.bag is not None:
-            motion = read_bag_motion(args.bag, args.topic)
-        elif args.npz is not None:
-            motion = read_npz_motion(args.npz)
+        if args.bag is not None or args.npz is not None:
+            motion = _read_motion_file(args)
         else:
             motion = synthetic_motion(
                 args.motion or "walking",
