@@ -533,3 +533,27 @@ def test_wearable_node_configure_names_the_bad_xsens_parameter(node_env, values,
         assert not ok(node.trigger_configure())
     assert node.lifecycle_state == "unconfigured"
     assert f"parameter '{parameter}'" in node.last_error, node.last_error
+
+
+def test_a_sender_restart_or_a_stray_sample_costs_a_few_samples_not_a_thousand(walk):
+    """MVN restarted (counter back to 0 after 500 samples) and one stray complete sample from another
+    sender with a counter 600 ahead: the receiver used to drop every sample until the live counter passed
+    the old one again (up to ``restart_gap`` = 1000 samples, ~17 s at 60 Hz)."""
+    restart = SampleAssembler()
+    before = sum(len(assemble(encode(walk[k % len(walk)], k), restart)) for k in range(500))
+    after = sum(len(assemble(encode(walk[k % len(walk)], k), restart)) for k in range(100))
+    assert before == 500 and after >= 98 and restart.counts["restarts"] == 1
+
+    stray = SampleAssembler()
+    assert sum(len(assemble(encode(walk[k % len(walk)], k), stray)) for k in range(100)) == 100
+    assert len(assemble(encode(walk[0], 700), stray)) == 1  # a whole sample from elsewhere, far ahead
+    resumed = sum(len(assemble(encode(walk[k % len(walk)], k), stray)) for k in range(100, 200))
+    assert resumed >= 98
+
+    # late datagrams of the live stream (a few samples behind) are still dropped as late, never a restart
+    live = SampleAssembler()
+    for k in range(50):
+        assemble(encode(walk[k % len(walk)], k), live)
+    for k in (47, 48, 49):
+        assert assemble(encode(walk[0], k), live) == []
+    assert live.counts["restarts"] == 0 and live.counts["late"] > 0

@@ -362,6 +362,7 @@ class _Pending:
 class _Character:
     last: int | None = None  # sample counter of the last complete sample
     pending: dict[int, _Pending] = field(default_factory=dict)
+    behind: list[int] = field(default_factory=list)  # consecutive counters seen well behind ``last``
 
 
 def _newer(a: int, b: int) -> bool:
@@ -377,7 +378,11 @@ class SampleAssembler:
     It is emitted at once; pending older samples are then dropped (``incomplete``), and later datagrams of
     older samples are dropped (``late``): output sample counters strictly increase. ``max_pending`` bounds
     the samples waiting for datagrams. A counter more than ``restart_gap`` behind the last complete one is
-    taken as a restart of the sender, not as a late datagram.
+    taken as a restart of the sender, not as a late datagram. Closer behind, but more than ``max_pending``
+    (further than any late datagram of the live stream can be), it is a restart once ``confirm_restart``
+    consecutive counters, each within ``max_pending`` after the previous, confirm a stream there: an MVN
+    restart (counter back to 0) or a stray sample from another sender that moved the counter ahead costs
+    ``confirm_restart - 1`` samples, not the ``restart_gap`` samples it took before to get past it.
 
     ``tolerance`` (metres; ``None`` disables): when type 02 comes with 21 / 22, their positions must agree
     within it and their orientations within the same number in radians; otherwise the sample is
@@ -392,6 +397,7 @@ class SampleAssembler:
         max_pending: int = 8,
         restart_gap: int = 1000,
         tolerance: float | None = 0.01,
+        confirm_restart: int = 3,
     ):
         required = tuple(dict.fromkeys(required))
         if not required or any(kind not in SUPPORTED_TYPES for kind in required):
@@ -403,6 +409,7 @@ class SampleAssembler:
         self.character = character
         self.max_pending = max(1, int(max_pending))
         self.restart_gap = int(restart_gap)
+        self.confirm_restart = max(1, int(confirm_restart))
         self.tolerance = tolerance
         self.counts = dict.fromkeys(ASSEMBLER_COUNTS, 0)
         self.last_drop = ""
@@ -411,6 +418,18 @@ class SampleAssembler:
     def reset(self) -> None:
         """Forget pending samples and the last counter (counts are kept)."""
         self._characters.clear()
+
+    def _restart_confirmed(self, state: _Character, counter: int) -> bool:
+        """Record ``counter`` (well behind the last sample); true once ``confirm_restart`` consecutive
+        counters (each within ``max_pending`` after the previous) make a stream there."""
+        seen = state.behind
+        if seen and counter != seen[-1]:
+            step = (counter - seen[-1]) & 0xFFFFFFFF
+            if not 0 < step <= self.max_pending:
+                seen.clear()
+        if not seen or counter != seen[-1]:
+            seen.append(counter)
+        return len(seen) >= self.confirm_restart
 
     def _drop(self, reason: str, detail: str, n: int = 1) -> None:
         self.counts[reason] += n
@@ -430,14 +449,18 @@ class SampleAssembler:
         counter = datagram.sample_counter
         if state.last is not None and not _newer(counter, state.last):
             behind = (state.last - counter) & 0xFFFFFFFF
-            if behind > self.restart_gap:
+            if behind > self.restart_gap or (
+                behind > self.max_pending and self._restart_confirmed(state, counter)
+            ):
                 self.counts["restarts"] += 1
                 if state.pending:
                     self._drop("incomplete", "sender restarted", len(state.pending))
-                state.last, state.pending = None, {}
+                state.last, state.pending, state.behind = None, {}, []
             else:
                 self._drop("late", f"sample {counter} after sample {state.last} was complete")
                 return []
+        elif state.behind:
+            state.behind.clear()
         pending = state.pending.get(counter)
         if pending is None:
             if len(state.pending) >= self.max_pending:
