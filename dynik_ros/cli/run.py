@@ -271,6 +271,9 @@ class PipelineRunner:
         from rclpy.context import Context
 
         for entry in self.pipeline.nodes:
+            if entry.executable == "bridge_node" and self.offline:
+                # offline: ramp and rate limit on the stamps, one command per input (bit-identical runs)
+                entry.parameters.setdefault("clock", "message")
             if entry.executable == "ik_node" and self.offline:
                 # offline, the source runs ahead of the clock: ik_node checks stamps against the stream
                 entry.parameters.setdefault("max_future_stamp", 0.0)

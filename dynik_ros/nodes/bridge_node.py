@@ -105,6 +105,14 @@ class BridgeNode(DynikLifecycleNode):
             "robot_state_topic", "/joint_states", "The robot's measured joint states (start of the ramp)."
         ),
         ParamSpec("diagnostics_period", 1.0, "Period of /diagnostics [s].", low=0.01, high=60.0),
+        ParamSpec(
+            "clock",
+            "node",
+            "Time base of the ramp, the rate limit and staleness: 'node' (the node clock: wall time, or "
+            "/clock with use_sim_time; repeats and holds on a timer) or 'message' (the input stamps: one "
+            "command per input, no timer; offline replays give identical commands run to run).",
+            choices=("node", "message"),
+        ),
     )
 
     def __init__(self, node_name: str = "bridge_node", **kwargs: Any):
@@ -222,12 +230,13 @@ class BridgeNode(DynikLifecycleNode):
 
     def _on_robot_state(self, msg: JointState) -> None:
         try:
-            _, names, positions, _ = joint_state_from_msg(msg)
+            stamp, names, positions, _ = joint_state_from_msg(msg)
             lookup = {n: i for i, n in enumerate(names)}
             if all(j in lookup for j in self.joints):
-                self._measured = (self._now_ns(), positions[[lookup[j] for j in self.joints]])
-        except MessageRejected:
-            pass  # the robot's own joint states: only used for the ramp start
+                when = stamp if self.params.get("clock") == "message" else self._now_ns()
+                self._measured = (when, positions[[lookup[j] for j in self.joints]])
+        except Exception:  # noqa: BLE001 - the robot's own joint states: only used for the ramp start
+            pass
 
     def _on_input(self, msg: JointState) -> None:
         if not self.active:
@@ -239,13 +248,16 @@ class BridgeNode(DynikLifecycleNode):
             self.rejections.add(exc.reason, exc.detail)
             self.get_logger().warning(f"joint states refused ({exc})", throttle_duration_sec=1.0)
             return
-        now = self._now_ns()
+        except Exception as exc:  # noqa: BLE001 - no input may end the node
+            self.rejections.add(WRONG_LENGTHS, f"{type(exc).__name__}: {exc}")
+            return
+        now = stamp if self.params["clock"] == "message" else self._now_ns()
         self._target, self._target_stamp, self._target_received_ns = target, stamp, now
         self._send(now, fresh=True)
 
     def _on_timer(self) -> None:
-        if not self.active:
-            return
+        if not self.active or self.params["clock"] == "message":
+            return  # message time only advances with the input: nothing to repeat between inputs
         now = self._now_ns()
         if now - self._last_sent_ns >= 0.9 * NS / self.params["command_rate"]:
             self._send(now, fresh=False)
