@@ -840,3 +840,15 @@ def test_per_sample_statistics_are_bounded():
     for k in range(5):
         rows.append((k, k + 0.1, k + 0.2, k + 0.3))
     assert [r[0] for r in rows] == [2, 3, 4] and rows[1:, 1].tolist() == [3.1, 4.1]
+
+
+def test_ik_node_locks_joints_by_name(h, samples):
+    bad = h.add(ik(locked_joints=["no_such_joint"]))
+    assert not ok(bad.trigger_configure()) and "locked_joints" in bad.last_error
+    solver, joints, pub = _robust_ik(h, max_future_stamp=0.0, locked_joints=["jRightElbow_roty"])
+    held = solver.robot.joint_index("jRightElbow_roty")
+    t0, period = 10**18, 10**9 // 120
+    for k in range(20):
+        _deliver(h, solver, pub, link_msg(samples[k], t0 + k * period))
+    assert h.spin_until(lambda: len(joints) >= 20)
+    assert len({j.position[held] for j in joints}) == 1 and solver.robot.locked[held]

@@ -65,9 +65,13 @@ def joint_sinusoid_motion(
     qs, out = [], []
     q0 = robot.neutral_configuration()
     base_height = _standing_height(robot, q0)
+    expansion = robot.joint_expansion() if robot.has_reductions else None
+    free = [i for i, j in enumerate(robot.joint_names) if not robot.locked[i] and j not in robot.mimic]
     for t in times:
         s = mid + amp * np.sin(omega * t + phase)
         s_dot = amp * omega * np.cos(omega * t + phase)
+        if expansion is not None:  # locked joints still, mimic joints on their leader: reachable targets
+            s, s_dot = robot.apply_reductions(s), expansion @ s_dot[free]
         if robot.floating_base:
             yaw, yaw_dot = np.radians(20) * np.sin(0.7 * t), np.radians(20) * 0.7 * np.cos(0.7 * t)
             p = np.array([0.05 * np.sin(1.1 * t), 0.05 * np.sin(0.9 * t), base_height])

@@ -171,7 +171,24 @@ class DynamicalIK:
         if robot.constraints is not None:
             rows.append(np.hstack((np.zeros((robot.constraints.A.shape[0], nb)), robot.constraints.A)))
             self._n_coupled = robot.constraints.A.shape[0]
-        self.qp = VelocityQP(self.kinematics.pattern(), np.vstack(rows), self.config.qp)
+        expansion = None
+        self._followers: list[tuple[int, int, float]] = []  # (follower row, leader's free column, multiplier)
+        if robot.has_reductions:  # locked and mimic joints: the QP solves for the free joints only
+            joints = robot.joint_expansion()
+            expansion = np.zeros((robot.nv, nb + joints.shape[1]))
+            expansion[:nb, :nb] = np.eye(nb)
+            expansion[nb:, nb:] = joints
+            self._columns = joints
+            self._free_rows = np.array(
+                [i for i, j in enumerate(robot.joint_names) if not robot.locked[i] and j not in robot.mimic],
+                dtype=int,
+            )
+            for follower, (leader, multiplier, _) in robot.mimic.items():
+                column = np.flatnonzero(joints[robot.joint_index(leader)])
+                if column.size:
+                    self._followers.append((robot.joint_index(follower), int(column[0]), multiplier))
+        self._expansion = expansion
+        self.qp = VelocityQP(self.kinematics.pattern(), np.vstack(rows), self.config.qp, expansion)
         self._lower = np.empty(n + self._n_coupled)
         self._upper = np.empty(n + self._n_coupled)
         self.info = StepInfo()
@@ -190,9 +207,10 @@ class DynamicalIK:
     def reset(self, q0: np.ndarray | None = None) -> None:
         """Restart from ``q0`` (pinocchio layout; default: neutral), joints clipped into their limits."""
         q0 = self.robot.neutral_configuration() if q0 is None else q0
-        self.base_position, self.base_rotation, self.joint_positions = self.robot.split(
+        self.base_position, self.base_rotation, joints = self.robot.split(
             self._checked_configuration(q0, "q0")
         )
+        self.joint_positions = self.robot.apply_reductions(joints) if self._expansion is not None else joints
         self.nu = np.zeros(self.robot.nv)
         # nu_{k-2}, nu_{k-3}, ... and the lengths of the steps that ended at them (most recent first)
         self._past_nu = np.zeros((MAX_HISTORY, self.robot.nv))
@@ -341,7 +359,11 @@ class DynamicalIK:
         nu = solution.nu
         nb, n = self.robot.base_dofs, self.robot.n_joints
         if solution.solved:
-            nu[nb:] = np.clip(nu[nb:], self._lower[:n], self._upper[:n])
+            if self._expansion is None:
+                nu[nb:] = np.clip(nu[nb:], self._lower[:n], self._upper[:n])
+            else:
+                low, high = self._free_bounds()
+                nu[nb:] = self._columns @ np.clip(nu[nb:][self._free_rows], low, high)
             self._integrate(nu, dt)
         else:  # hold: no motion at all this step, and the next solve starts from scratch
             self.stop()
@@ -453,6 +475,10 @@ class DynamicalIK:
             lower = np.maximum((m_low - carried) / w0, -vmax)
             upper = np.minimum((m_high - carried) / w0, vmax)
             feasible = bool((lower <= upper).all())
+            if feasible and self._followers:  # a leader must also keep each follower within its bounds
+                self._lower[:n], self._upper[:n] = lower, upper
+                low, high = self._free_bounds()
+                feasible = bool((low <= high).all())
             if self._n_coupled:
                 rows_upper = (row_high - c.A @ carried) / w0
             if feasible and self._n_coupled:
@@ -466,6 +492,16 @@ class DynamicalIK:
         if self._n_coupled:
             self._lower[n:] = -_INFINITY
             self._upper[n:] = rows_upper
+
+    def _free_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of the free joints' velocities (QP columns) from the per-joint bounds in ``_lower`` and
+        ``_upper``: a leader's interval is cut to keep each follower ``m s_dot_leader`` within its own."""
+        low, high = self._lower[self._free_rows].copy(), self._upper[self._free_rows].copy()
+        for row, column, multiplier in self._followers:
+            a, b = self._lower[row] / multiplier, self._upper[row] / multiplier
+            low[column] = max(low[column], min(a, b))
+            high[column] = min(high[column], max(a, b))
+        return low, high
 
     def _use_euler_for_this_step(self) -> None:
         """Integrate the current step by ``nu_k`` alone (no carried history): always feasible."""
@@ -505,9 +541,10 @@ class DynamicalIK:
                 self.config.rotation_integration,
             )
         # the bounds keep the step inside the limits; the clip only removes OSQP's tolerance and round-off
-        self.joint_positions = np.clip(
-            self.joint_positions + dt * mean[nb:], self.robot.lower, self.robot.upper
-        )
+        joints = self.joint_positions + dt * mean[nb:]
+        if self._expansion is not None:  # locked joints exactly still, followers exactly on their leader
+            joints = self.robot.apply_reductions(joints)
+        self.joint_positions = np.clip(joints, self.robot.lower, self.robot.upper)
         self._past_nu[1:] = self._past_nu[:-1]
         self._past_nu[0] = self.nu
         self._past_dt = [dt, *self._past_dt[: MAX_HISTORY - 1]]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import warnings
+import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +82,11 @@ class RobotModel:
     constraints: LinearJointConstraints | None = None
     name: str = "robot"
     _frame_names: list[str] = field(default_factory=list, repr=False)
+    # follower joint -> (leader joint, multiplier, offset): s_follower = multiplier s_leader + offset
+    mimic: dict[str, tuple[str, float, float]] = field(default_factory=dict)
+    # joints held at a fixed value (URDF velocity limit 0, or locked by name); per joint, like `lower`
+    locked: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    lock_values: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -91,16 +97,38 @@ class RobotModel:
         joint_limit_overrides: dict[str, tuple[float, float]] | None = None,
         velocity_limit_overrides: dict[str, float] | None = None,
         constraints: LinearJointConstraints | None = None,
+        locked_joints: list[str] | tuple[str, ...] = (),
     ) -> RobotModel:
-        """Parse a URDF with pinocchio (free-flyer root unless ``floating_base`` is false)."""
+        """Parse a URDF with pinocchio (free-flyer root unless ``floating_base`` is false).
+
+        ``<mimic>`` joints follow their leader; joints whose URDF velocity limit is 0 (passive joints,
+        hands driven elsewhere) and those named in ``locked_joints`` are locked at their neutral value, with
+        one warning listing the joints locked by the URDF. A velocity override of 0 also locks."""
         model = (
             pin.buildModelFromXML(xml, pin.JointModelFreeFlyer())
             if floating_base
             else pin.buildModelFromXML(xml)
         )
-        return cls._from_pinocchio(
-            model, floating_base, joint_limit_overrides, velocity_limit_overrides, constraints
-        )
+        zero_velocity, mimic = _urdf_joint_details(xml)
+        robot = cls._from_pinocchio(model, floating_base, joint_limit_overrides, None, constraints)
+        robot.mimic = {f: m for f, m in mimic.items() if f in robot.joint_names and m[0] in robot.joint_names}
+        given = {
+            j for j, v in (velocity_limit_overrides or {}).items() if v > 0
+        }  # a positive override unlocks
+        by_urdf = [
+            j for j in robot.joint_names if j in zero_velocity and j not in robot.mimic and j not in given
+        ]
+        if by_urdf:
+            warnings.warn(
+                f"{robot.name}: joints with a zero velocity limit in the URDF are locked at their neutral "
+                f"value: {by_urdf}",
+                stacklevel=2,
+            )
+        for joint in [*by_urdf, *locked_joints]:
+            robot.lock_joint(joint)
+        for joint, vmax in (velocity_limit_overrides or {}).items():
+            robot.set_velocity_limit(joint, vmax)
+        return robot
 
     @classmethod
     def from_urdf_file(cls, path: str | Path, **kwargs) -> RobotModel:
@@ -143,6 +171,8 @@ class RobotModel:
             velocity_limit=velocity,
             name=str(model.name) or "robot",
             _frame_names=[str(f.name) for f in model.frames],
+            locked=np.zeros(len(names), dtype=bool),
+            lock_values=np.zeros(len(names)),
         )
         for joint, (lo, hi) in (joint_limit_overrides or {}).items():
             robot.set_position_limits(joint, lo, hi)
@@ -200,9 +230,59 @@ class RobotModel:
         self.lower[i], self.upper[i] = lower, upper
 
     def set_velocity_limit(self, joint: str, limit: float) -> None:
-        if not (np.isfinite(limit) and limit > 0):
-            raise ValueError(f"velocity limit of '{joint}' must be positive and finite, got {limit}")
-        self.velocity_limit[self.joint_index(joint)] = limit
+        """Velocity limit of ``joint``; 0 locks it (:meth:`lock_joint`)."""
+        if not (np.isfinite(limit) and limit >= 0):
+            raise ValueError(f"velocity limit of '{joint}' must be finite and >= 0 (0 locks), got {limit}")
+        if limit == 0:
+            self.lock_joint(joint)
+        else:
+            self.velocity_limit[self.joint_index(joint)] = limit
+
+    def lock_joint(self, joint: str, value: float | None = None) -> None:
+        """Hold ``joint`` at ``value`` (default: its neutral angle clipped into its limits). Locking a mimic
+        leader also holds its followers; a follower cannot be locked on its own."""
+        i = self.joint_index(joint)
+        if joint in self.mimic:
+            raise ValueError(f"'{joint}' mimics '{self.mimic[joint][0]}': lock the leader instead")
+        neutral = float(
+            np.clip(pin.neutral(self.model)[self.nq - self.n_joints + i], self.lower[i], self.upper[i])
+        )
+        value = neutral if value is None else float(value)
+        if not self.lower[i] <= value <= self.upper[i]:
+            raise ValueError(
+                f"lock value {value} of '{joint}' outside its limits [{self.lower[i]}, {self.upper[i]}]"
+            )
+        self.locked[i] = True
+        self.lock_values[i] = value
+
+    @property
+    def has_reductions(self) -> bool:
+        """Some joints are locked or mimic another: the QP works on the free joints only."""
+        return bool(self.mimic) or bool(self.locked.any())
+
+    def joint_expansion(self) -> np.ndarray:
+        """``E`` (n_joints x n_free) with ``s_dot = E s_dot_free``: identity on free joints, the multiplier
+        on a follower's row at its leader's column, zero rows for locked joints (and their followers)."""
+        free = [i for i, j in enumerate(self.joint_names) if not self.locked[i] and j not in self.mimic]
+        column = {i: c for c, i in enumerate(free)}
+        out = np.zeros((self.n_joints, len(free)))
+        for i in free:
+            out[i, column[i]] = 1.0
+        for follower, (leader, multiplier, _) in self.mimic.items():
+            j = self.joint_index(leader)
+            if j in column:
+                out[self.joint_index(follower), column[j]] = multiplier
+        return out
+
+    def apply_reductions(self, joints: np.ndarray) -> np.ndarray:
+        """``joints`` with locked joints at their lock value and followers at ``m s_leader + o`` (clipped
+        into their limits)."""
+        out = np.array(joints, dtype=float)
+        out[self.locked] = self.lock_values[self.locked]
+        for follower, (leader, multiplier, offset) in self.mimic.items():
+            i, j = self.joint_index(follower), self.joint_index(leader)
+            out[i] = np.clip(multiplier * out[j] + offset, self.lower[i], self.upper[i])
+        return out
 
     def set_constraints(self, constraints: LinearJointConstraints) -> None:
         """Attach ``A s <= b``; missing velocity bounds default to ``|A| v_max`` row by row (eq. 13b)."""
@@ -253,3 +333,32 @@ class RobotModel:
         pin.framesForwardKinematics(self.model, data, q)
         pose = data.oMf[fid]
         return pose.translation.copy(), pose.rotation.copy()
+
+
+def _urdf_joint_details(xml: str) -> tuple[set[str], dict[str, tuple[str, float, float]]]:
+    """Joints whose ``<limit velocity>`` is 0, and ``<mimic>`` relations (comments are ignored)."""
+    try:
+        root = ElementTree.fromstring(xml)
+    except ElementTree.ParseError:
+        return set(), {}
+    zero: set[str] = set()
+    mimic: dict[str, tuple[str, float, float]] = {}
+    for joint in root.iter("joint"):
+        name = joint.get("name")
+        if name is None or joint.get("type") in ("fixed", "floating", "planar", None):
+            continue
+        limit = joint.find("limit")
+        if limit is not None and limit.get("velocity") is not None:
+            try:
+                if float(limit.get("velocity")) == 0.0:
+                    zero.add(name)
+            except ValueError:
+                pass
+        follows = joint.find("mimic")
+        if follows is not None and follows.get("joint"):
+            mimic[name] = (
+                follows.get("joint"),
+                float(follows.get("multiplier", 1.0)),
+                float(follows.get("offset", 0.0)),
+            )
+    return zero, mimic

@@ -60,8 +60,20 @@ class VelocityQP:
         jacobian_pattern: np.ndarray,
         constraint_matrix: np.ndarray,
         settings: QPSettings | None = None,
+        expansion: np.ndarray | None = None,
     ):
+        """``expansion`` ``E`` (nv x nr): solve for ``x`` with ``nu = E x`` (locked and mimic joints, see
+        :meth:`RobotModel.joint_expansion`); constraint rows that ``E`` empties are dropped."""
         self.settings = settings or QPSettings()
+        self.n_full = jacobian_pattern.shape[1]
+        self.expansion = None if expansion is None else np.asarray(expansion, dtype=float)
+        if self.expansion is not None:
+            e = self.expansion
+            jacobian_pattern = (jacobian_pattern.astype(float) @ np.abs(e)) > 0
+            reduced = np.asarray(constraint_matrix, dtype=float) @ e
+            self._rows = np.flatnonzero(np.any(reduced != 0, axis=1))
+            constraint_matrix = reduced[self._rows]
+            self._hessian_weights = e * e  # diag(E^T D E) = (E*E)^T d: columns of E touch disjoint rows
         m, n = jacobian_pattern.shape
         self.n = n
         pattern = (jacobian_pattern.T.astype(float) @ jacobian_pattern.astype(float)) > 0
@@ -113,14 +125,22 @@ class VelocityQP:
         ``regularization = (d, t)`` adds ``1/2 sum_c d_c (nu_c - t_c)^2`` to the cost (diagonal: the
         pattern of ``P`` is unchanged), e.g. a joint-space task.
         """
+        e = self.expansion
+        if e is not None:
+            jacobian = jacobian @ e
+            lower, upper = lower[self._rows], upper[self._rows]
         weighted = jacobian * (weights**2)[:, None]
         hessian = jacobian.T @ weighted
         hessian[np.diag_indices(self.n)] += self.settings.damping
         gradient = -(weighted.T @ target_velocity)
         if regularization is not None:
             diagonal, target = regularization
-            hessian[np.diag_indices(self.n)] += diagonal
-            gradient -= diagonal * target
+            if e is None:
+                hessian[np.diag_indices(self.n)] += diagonal
+                gradient -= diagonal * target
+            else:
+                hessian[np.diag_indices(self.n)] += self._hessian_weights.T @ diagonal
+                gradient -= e.T @ (diagonal * target)
         if self.settings.inactive_shortcut:
             x = self._unconstrained(hessian, gradient)
             if x is not None:
@@ -128,7 +148,7 @@ class VelocityQP:
                 tol = self.settings.shortcut_tolerance
                 if np.all(rows >= lower - tol) and np.all(rows <= upper + tol):
                     self._last_shortcut = x
-                    return QPSolution(x, "solved (no active constraint)", 0, True)
+                    return QPSolution(self._full(x), "solved (no active constraint)", 0, True)
         native = self._native
         if self._last_shortcut is not None:
             self._solver.warm_start(x=self._last_shortcut)
@@ -149,8 +169,15 @@ class VelocityQP:
             info, x = result.info, result.x
         solved = info.status_val in _USABLE and bool(np.all(np.isfinite(x)))
         return QPSolution(
-            np.array(x) if solved else np.zeros(self.n), str(info.status), int(info.iter), solved
+            self._full(np.array(x)) if solved else np.zeros(self.n_full),
+            str(info.status),
+            int(info.iter),
+            solved,
         )
+
+    def _full(self, x: np.ndarray) -> np.ndarray:
+        """``nu = E x`` (or ``x`` itself without an expansion)."""
+        return x if self.expansion is None else self.expansion @ x
 
     @staticmethod
     def _unconstrained(hessian: np.ndarray, gradient: np.ndarray) -> np.ndarray | None:

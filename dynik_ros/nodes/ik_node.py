@@ -85,6 +85,11 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
         ParamSpec("robot", "", "Robot to retarget to (e.g. 'g1', 'icub'); '' = track with the human model."),
         ParamSpec("config_file", "", "Retargeting YAML for the robot ('' = the robot's default map)."),
         ParamSpec(
+            "locked_joints",
+            [],
+            "Joints held at their neutral value (beside the map's locked_joints and zero-velocity joints).",
+        ),
+        ParamSpec(
             "position_gain",
             10.0,
             "Position gain of K in eq. (9) for every target [1/s]; runtime-changeable. With a robot, the "
@@ -278,6 +283,7 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
         from dynik_ros.models.human import XSENS_PARENT, XSENS_SEGMENTS
 
         self.robot = RobotModel.from_urdf_file(urdf_path(p["model"]))
+        self._lock(p)
         self.targets = human_tracking_targets(p["orientation_gain"])
         self.ik = DynamicalIK(self.robot, self.targets, DynamicalIKConfig(limit_gain=p["limit_gain"]))
         self.ik.set_gains(position_gain=p["position_gain"], orientation_gain=p["orientation_gain"])
@@ -285,6 +291,13 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
         self.required_links = sorted(set(self._target_links()))
         self._skeleton_names = [(child, parent) for child, parent in XSENS_PARENT.items()]
         self.model_label = p["model"]
+
+    def _lock(self, p: dict[str, Any]) -> None:
+        try:
+            for joint in p["locked_joints"]:
+                self.robot.lock_joint(joint)
+        except (KeyError, ValueError) as exc:
+            raise ConfigError("locked_joints", str(exc)) from None
 
     def _load_robot(self, p: dict[str, Any]) -> None:
         try:
@@ -302,6 +315,7 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
         except (KeyError, ValueError) as exc:
             raise ConfigError("config_file" if p["config_file"] else "robot", str(exc)) from None
         self.robot = self.retargeter.robot
+        self._lock(p)
         self.targets = self.retargeter.targets
         self.ik = self.retargeter.make_ik(DynamicalIKConfig(limit_gain=p["limit_gain"]))
         # The map's per-target gains stay unless a gain parameter is set away from its default.

@@ -26,13 +26,14 @@ complete files are ``config/icub.yaml``, ``config/g1.yaml`` and ``config/talos.y
     limits:
       position_deg: {left_knee_joint: [0, 150]}
       velocity: {left_knee_joint: 12.0}         # rad/s, per joint
-      velocity_cap: 20.0                         # rad/s, every joint (before the per-joint values)
+      velocity_cap: 20.0                         # rad/s, every joint (before the per-joint values); 0 locks
+    locked_joints: [waist_roll_joint]            # held at their neutral value (URDF velocity 0: locked too)
     constraints:                                 # A s <= b on the listed joints (eq. 11)
       - {name: hip + knee, joints: [left_hip_pitch_joint, left_knee_joint], A: [[-1, 1]], b_deg: [170]}
 
 Top-level keys: ``robot``, ``root``, ``calibration``, ``targets`` (required); ``human``, ``initial``,
-``alignment``, ``defaults``, ``feet``, ``contact``, ``limits``, ``constraints`` (optional). Every error names
-the file and the key (``config/g1.yaml: targets[3].offset: ...``).
+``alignment``, ``defaults``, ``feet``, ``contact``, ``limits``, ``constraints``, ``locked_joints``
+(optional). Every error names the file and the key (``config/g1.yaml: targets[3].offset: ...``).
 
 Rotation offsets: ``R_robot_frame = R_human_link @ offset`` (the robot frame's orientation in the human
 link's frame), so the orientation target of eq. (2) for the robot frame is the measured human link
@@ -163,6 +164,7 @@ class RetargetConfig:
     position_limits: dict[str, tuple[float, float]] = field(default_factory=dict)
     velocity_limits: dict[str, float] = field(default_factory=dict)
     velocity_cap: float | None = None
+    locked_joints: tuple[str, ...] = ()
     constraints: tuple[ConstraintSpec, ...] = ()
     source: Path | None = None
 
@@ -207,6 +209,8 @@ class RetargetConfig:
             joint(name, "limits.position_deg")
         for name in self.velocity_limits:
             joint(name, "limits.velocity")
+        for name in self.locked_joints:
+            joint(name, "locked_joints")
         for i, c in enumerate(self.constraints):
             for name in c.joints:
                 joint(name, f"constraints[{i}].joints")
@@ -264,6 +268,8 @@ class RetargetConfig:
             limits["velocity_cap"] = float(self.velocity_cap)
         if limits:
             out["limits"] = limits
+        if self.locked_joints:
+            out["locked_joints"] = list(self.locked_joints)
         if self.constraints:
             out["constraints"] = [
                 {
@@ -492,7 +498,17 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         data,
         "",
         required=("robot", "root", "calibration", "targets"),
-        optional=("human", "initial", "alignment", "defaults", "feet", "contact", "limits", "constraints"),
+        optional=(
+            "human",
+            "initial",
+            "alignment",
+            "defaults",
+            "feet",
+            "contact",
+            "limits",
+            "constraints",
+            "locked_joints",
+        ),
     )
     robot = r.mapping(
         top["robot"], "robot", required=("name", "urdf"), optional=("floating_base", "description")
@@ -614,9 +630,12 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             raise r.error(f"limits.position_deg.{joint}", f"lower {lo} must be below upper {hi}")
         position_limits[str(joint)] = (math.radians(lo), math.radians(hi))
     velocity_limits = {
-        str(j): r.number(v, f"limits.velocity.{j}", positive=True)
+        str(j): r.number(v, f"limits.velocity.{j}", minimum=0.0)  # 0 locks the joint
         for j, v in (lim.get("velocity") or {}).items()
     }
+    locked = top.get("locked_joints") or []
+    if not isinstance(locked, list) or not all(isinstance(j, str) for j in locked):
+        raise r.error("locked_joints", "expected a list of joint names")
 
     constraints = []
     for i, node in enumerate(top.get("constraints") or []):
@@ -657,6 +676,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         contact=contact,
         position_limits=position_limits,
         velocity_limits=velocity_limits,
+        locked_joints=tuple(locked),
         velocity_cap=(
             None
             if lim.get("velocity_cap") is None

@@ -201,6 +201,8 @@ def build_robot_model(config: RetargetConfig, urdf_path: Path) -> RobotModel:
             robot.set_position_limits(joint, lo, hi)
         for joint, vmax in config.velocity_limits.items():
             robot.set_velocity_limit(joint, vmax)
+        for joint in config.locked_joints:
+            robot.lock_joint(joint)
     except ValueError as exc:
         raise RetargetConfigError(f"{config.where}: limits: {exc}") from None
     if config.constraints:
