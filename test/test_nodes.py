@@ -714,7 +714,7 @@ def test_undecodable_bytes_never_end_ik_node(h, samples):
     for k in range(1, 6):
         _deliver(h, solver, pub, link_msg(samples[k], t0 + k * 10**9 // 120))
     assert solver.steps == 5 and solver.active
-    assert solver.rejections.total == 3
+    assert solver.rejections.total == 3 and solver.rejections.counts["unhandled"] == 0
 
 
 @pytest.mark.parametrize("future_check", [1.0, 0.0])

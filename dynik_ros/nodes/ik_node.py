@@ -62,9 +62,11 @@ from dynik_ros.nodes.ik_markers import MarkerBuilder
 HUMAN_MODELS = ("human66", "human48")
 INVALID = "invalid"
 UNHANDLED = "unhandled"  # an exception the callback did not expect: counted, logged, never fatal
+UNDECODABLE = "undecodable"  # bytes that are no MultiDOFJointState (rclpy could not deserialize them)
 LOCAL_REASONS = (
     INVALID,
     UNHANDLED,
+    UNDECODABLE,
     stamp_guard.FUTURE,
     stamp_guard.JUMP,
     *plausibility.REASONS,
@@ -414,6 +416,9 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
             links = link_states_from_cdr(data, self.known_links, self.required_links)
         except MessageRejected as exc:
             self._reject(exc.reason, exc.detail)
+            return
+        except Exception as exc:  # noqa: BLE001 - rclpy's RMWError and the like: not a MultiDOFJointState
+            self._reject(UNDECODABLE, f"{len(data)} bytes: {type(exc).__name__}: {exc}")
             return
         stamp = links.stamp_ns
         verdict, detail = self.stamps.check(stamp, self.get_clock().now().nanoseconds)
