@@ -11,9 +11,11 @@ scheme changes that; only a non-local move does.
 
 1. *stuck*: the weighted RMS of the residual of eq. (5) stays above ``threshold`` for ``patience``
    seconds;
-2. *trial*: a second dynamical IK (the shadow), started from the home posture (the model's neutral or
-   the retargeting map's initial pose) at the main IK's base pose, tracks the same measurements for up
-   to ``trial`` seconds; the main IK keeps tracking and publishing as before;
+2. *trial*: a second dynamical IK (the shadow) tracks the same measurements for up to ``trial`` seconds,
+   started from the main IK's state with the joints of the off limbs at the home posture (the model's
+   neutral or the retargeting map's initial pose) and its base on the last measurement of the targets
+   attached to the base (the pelvis), so it does not inherit a base turned the wrong way; the main IK
+   keeps tracking and publishing as before;
 3. *transfer*: if, after ``settle_trial`` seconds, the shadow's error falls below ``improvement`` times
    the main IK's, the main IK adds the joint-space task ``s_dot = K_t (s_shadow - s)`` to its QP with a
    dominant weight (the frame tasks are scaled down), so it travels to the shadow's branch through the
@@ -40,10 +42,10 @@ class BranchRecoveryConfig:
 
     enabled: bool = True
     threshold: float = 0.05  # weighted RMS residual (rad or m per row) that counts as off the motion
-    patience: float = 0.5  # s above the threshold before a trial starts
+    patience: float = 0.25  # s above the threshold before a trial starts
     trial: float = 2.0  # s the shadow gets to beat the main IK
     improvement: float = 0.5  # the shadow's error must be below this fraction of the main IK's
-    settle_trial: float = 0.25  # s the shadow runs before it is compared
+    settle_trial: float = 0.15  # s the shadow runs before it is compared
     cooldown: float = 5.0  # s between an unsuccessful trial and the next
     transfer_gain: float = 10.0  # 1/s, K_t of the joint-space task
     transfer_weight: float = 10.0  # weight of the joint-space task

@@ -242,7 +242,8 @@ class DynamicalIK:
         joints = self.joint_positions.copy()
         restart = self._joints_to_restart()
         joints[restart] = home_joints[restart]
-        q0 = self.robot.join(self.base_position, self.base_rotation, joints)
+        base_position, base_rotation = self._base_from_targets()
+        q0 = self.robot.join(base_position, base_rotation, joints)
         shadow = getattr(self, "_shadow", None)
         if shadow is None:
             config = replace(self.config, branch_recovery=replace(self.config.branch_recovery, enabled=False))
@@ -298,6 +299,27 @@ class DynamicalIK:
     def target_errors(self) -> np.ndarray:
         """Per target, the weighted RMS of its residual rows at the last step (rad or m)."""
         return np.sqrt(self._target_squares / 3.0)
+
+    def _base_from_targets(self) -> tuple[np.ndarray, np.ndarray]:
+        """The base pose that puts the targets attached to the base (e.g. the pelvis) on their last
+        measurement; the current base pose where no such target exists. A shadow started there does not
+        inherit a base that is itself turned the wrong way."""
+        position, rotation = self.base_position, self.base_rotation
+        m = self._reference
+        if m is None or not self.robot.floating_base:
+            return position, rotation
+        model = self.robot.model
+        for i, t in enumerate(self.targets.orientation_targets):
+            frame = model.frames[self.robot.frame_id(t.frame)]
+            if frame.parentJoint == 1:
+                rotation = m.rotations[i] @ frame.placement.rotation.T
+                break
+        for i, t in enumerate(self.targets.position_targets):
+            frame = model.frames[self.robot.frame_id(t.frame)]
+            if frame.parentJoint == 1:
+                position = m.positions[i] - rotation @ frame.placement.translation
+                break
+        return position, rotation
 
     def _joints_to_restart(self) -> np.ndarray:
         """Joints a branch-recovery trial moves home: those carrying a target that is off (error above
