@@ -24,7 +24,7 @@ from dynik_ros.core.targets import Measurements
 
 # Convergence bound: the branch-recovery trial needs patience (0.25 s) + a settling trial (0.15 s) + the
 # transfer at the velocity limits, sometimes twice; the slowest measured case (Human66 from the far ends,
-# 66 joints) took 2.0 s, the robots 0.2-1.9 s. 3.5 s leaves room without hiding a run that never converges.
+# 66 joints) took 1.8 s, the robots 0.2-1.9 s. 3.5 s leaves room without hiding a run that never converges.
 CONVERGE_WITHIN = 3.5
 
 

@@ -47,7 +47,7 @@ class BranchRecoveryConfig:
     improvement: float = 0.5  # the shadow's error must be below this fraction of the main IK's
     settle_trial: float = 0.15  # s the shadow runs before it is compared
     cooldown: float = 5.0  # s between an unsuccessful trial and the next
-    transfer_gain: float = 10.0  # 1/s, K_t of the joint-space task
+    transfer_gain: float = 20.0  # 1/s, K_t of the joint-space task (capped at 1/dt)
     transfer_weight: float = 10.0  # weight of the joint-space task
     tracking_scale: float = 0.1  # the frame tasks' weights are scaled by this during a transfer
     arrival: float = 0.05  # rad (or m): every joint this close to the shadow ends the transfer
@@ -108,10 +108,10 @@ class BranchRecovery:
         if self.state != self.TRANSFER or self.shadow is None:
             return None
         c = self.config
-        # the shadow keeps moving: its joint velocity is fed forward, the gap closes at K_t
-        velocity = self.shadow.joint_velocities + c.transfer_gain * (
-            self.shadow.joint_positions - joint_positions
-        )
+        # the shadow keeps moving: its joint velocity is fed forward, the gap closes at K_t (at most 1/dt,
+        # so the discrete loop stays stable at any rate)
+        gain = min(c.transfer_gain, 1.0 / dt)
+        velocity = self.shadow.joint_velocities + gain * (self.shadow.joint_positions - joint_positions)
         return JointTask(velocity, c.transfer_weight, c.tracking_scale)
 
     def after_step(
