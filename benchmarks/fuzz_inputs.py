@@ -199,6 +199,24 @@ class WireChecks:
         self._last_command = values
 
 
+def _spinner(executor: Any, crashes: list[str]):
+    """``spin_until(condition, timeout)`` on ``executor``; an exception out of a callback (which would end
+    a node's process) is recorded in ``crashes`` and spinning goes on."""
+
+    def spin_until(condition, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if condition():
+                return True
+            try:
+                executor.spin_once(timeout_sec=0.002)
+            except Exception as exc:  # noqa: BLE001 - a crash, counted
+                crashes.append(f"{type(exc).__name__}: {exc}")
+        return condition()
+
+    return spin_until
+
+
 # ----------------------------------------------------------------------------- link states
 def fuzz_link_states(
     count: int, seed: int, domain_id: int, quiet: bool = False, clean_range: tuple[int, int] = (20, 80)
@@ -242,17 +260,7 @@ def fuzz_link_states(
     for node in (ik, bridge, probe):
         executor.add_node(node)
     crashes: list[str] = []
-
-    def spin_until(condition, timeout: float) -> bool:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if condition():
-                return True
-            try:
-                executor.spin_once(timeout_sec=0.002)
-            except Exception as exc:  # noqa: BLE001 - an exception out of a callback: a crash
-                crashes.append(f"{type(exc).__name__}: {exc}")
-        return condition()
+    spin_until = _spinner(executor, crashes)
 
     try:
         for node in (ik, bridge):
@@ -424,17 +432,7 @@ def fuzz_datagrams(count: int, seed: int, domain_id: int, quiet: bool = False) -
     executor.add_node(node)
     tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     crashes: list[str] = []
-
-    def spin_until(condition, timeout: float) -> bool:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if condition():
-                return True
-            try:
-                executor.spin_once(timeout_sec=0.002)
-            except Exception as exc:  # noqa: BLE001
-                crashes.append(f"{type(exc).__name__}: {exc}")
-        return condition()
+    spin_until = _spinner(executor, crashes)
 
     def encode(k: int, counter: int) -> list[bytes]:
         s = samples[k % len(samples)]
