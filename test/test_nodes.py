@@ -38,7 +38,7 @@ class Harness:
         while time.monotonic() < end:
             self.executor.spin_once(timeout_sec=0.005)
 
-    def spin_until(self, condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+    def spin_until(self, condition: Callable[[], bool], timeout: float = 15.0) -> bool:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if condition():
@@ -365,7 +365,7 @@ def test_bad_messages_are_refused_counted_and_the_pipeline_keeps_running(h, samp
     def send(msg: MultiDOFJointState) -> None:
         before = solver.received
         pub.publish(msg)
-        assert h.spin_until(lambda: solver.received > before, timeout=2.0)
+        assert h.spin_until(lambda: solver.received > before, timeout=10.0)
 
     def good(k: int) -> MultiDOFJointState:
         return link_msg(samples[k], t0 + k * period)
@@ -422,7 +422,7 @@ def test_bad_messages_are_refused_counted_and_the_pipeline_keeps_running(h, samp
                     return {kv.key: kv.value for kv in status.values}
         return None
 
-    assert h.spin_until(lambda: (ik_status() or {}).get("rejected_total") == str(len(bad)), timeout=2.0)
+    assert h.spin_until(lambda: (ik_status() or {}).get("rejected_total") == str(len(bad)), timeout=10.0)
     status = ik_status()
     for reason, count in expected.items():
         assert status[f"rejected_{reason}"] == str(count)
@@ -438,10 +438,11 @@ def test_wearable_offline_mode_waits_for_the_ik(h):
     src = h.add(wearable(rate=60.0, duration=0.5, realtime=False, ack_timeout=0.4))
     got = h.collect(MultiDOFJointState, "/human/link_states", SENSOR_QOS)
     assert ok(src.trigger_configure()) and ok(src.trigger_activate())
-    h.spin(0.25)
-    assert src.published == 1 and len(got) == 1  # nobody answers the first sample...
-    assert h.spin_until(lambda: src.published == 2, timeout=1.0)  # ...until ack_timeout
-    assert src.ack_timeouts == 1
+    # nobody answers the first sample: the next one goes out only when ack_timeout expires (on a loaded
+    # machine more than one may have expired by the time we look: each one published one sample)
+    assert h.spin_until(lambda: src.published >= 2, timeout=10.0)
+    assert src.ack_timeouts >= 1 and src.published == src.ack_timeouts + 1
+    assert h.spin_until(lambda: len(got) >= 1)
     solver = h.add(ik())
     assert ok(solver.trigger_configure()) and ok(solver.trigger_activate())
     h.wait_matched(src._pub, 2)
@@ -668,7 +669,7 @@ def test_ik_node_retargets_to_the_g1(h, samples):
     h.wait_matched(pub)
     for k in range(30):
         pub.publish(link_msg(samples[k], 10**18 + k * 10**9 // 120))
-        h.spin_until(lambda k=k: solver.received > k, timeout=2.0)
+        h.spin_until(lambda k=k: solver.received > k, timeout=10.0)
     assert h.spin_until(lambda: len(joints) >= 30)
     assert solver.rejections.total == 0 and solver.steps == 29
     assert list(joints[-1].name) == solver.robot.joint_names and len(joints[-1].name) == 29

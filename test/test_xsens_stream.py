@@ -384,7 +384,7 @@ def node_env(ros):
         executor.add_node(node)
         return node
 
-    def spin_until(condition: Any, timeout: float = 3.0) -> bool:
+    def spin_until(condition: Any, timeout: float = 15.0) -> bool:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if condition():
