@@ -289,7 +289,9 @@ def managed_lifecycle_node(
 
     Returns ``(node, actions)``: the handler *inactive* -> ``activate``, the node, and the ``configure``
     request, emitted right after the node starts or, with ``after``, by a handler when ``after`` reaches
-    *active* (handlers come before the node so that no transition event is missed).
+    *active* (handlers come before the node so that no transition event is missed). The handlers act once,
+    on the start-up transitions only (configuring -> inactive, activating -> active): a user's ``ros2
+    lifecycle set <node> deactivate`` later stays deactivated.
     """
     node = launch_ros.actions.LifecycleNode(
         package=PACKAGE,
@@ -304,7 +306,11 @@ def managed_lifecycle_node(
     activate_when_inactive = launch.actions.RegisterEventHandler(
         launch_ros.event_handlers.OnStateTransition(
             target_lifecycle_node=node,
+            # start-up only, once: a user's later `ros2 lifecycle set ... deactivate` also ends in
+            # 'inactive' and must stay there (it stops the commands)
+            start_state="configuring",
             goal_state="inactive",
+            handle_once=True,
             entities=[
                 launch.actions.LogInfo(msg=f"{executable} is configured, activating it"),
                 _change_state(node, lifecycle_msgs.msg.Transition.TRANSITION_ACTIVATE),
@@ -316,7 +322,11 @@ def managed_lifecycle_node(
         return node, [activate_when_inactive, node, configure]
     configure_after = launch.actions.RegisterEventHandler(
         launch_ros.event_handlers.OnStateTransition(
-            target_lifecycle_node=after, goal_state="active", entities=[configure]
+            target_lifecycle_node=after,
+            start_state="activating",
+            goal_state="active",
+            handle_once=True,  # a re-activation of `after` later must not re-configure this node
+            entities=[configure],
         )
     )
     return node, [activate_when_inactive, configure_after, node]

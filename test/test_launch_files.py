@@ -193,6 +193,27 @@ def test_launch_python_compiles(path, tmp_path):
     py_compile.compile(str(path), cfile=str(tmp_path / "out.pyc"), doraise=True)
 
 
+@pytest.mark.parametrize("path", PY_FILES, ids=_ids(PY_FILES))
+def test_start_up_handlers_fire_once_and_only_at_start_up(path):
+    """The auto-lifecycle handlers act on the start-up transitions only, once: a later ``ros2 lifecycle set
+    <node> deactivate`` (active -> deactivating -> inactive) used to match goal_state='inactive' and be
+    undone 13 ms later by an automatic activate, so a user could not stop the robot; and a node reaching
+    'active' again re-sent 'configure' to the next node ("Unable to start transition 1 from current state
+    active")."""
+    expected_start = {"inactive": "configuring", "active": "activating"}
+    for call in ast.walk(_tree(path)):
+        if not (isinstance(call, ast.Call) and _call_name(call) == "OnStateTransition"):
+            continue
+        goal = _literal(_keyword(call, "goal_state"))
+        where = f"{path.name}:{call.lineno}"
+        assert _literal(_keyword(call, "start_state")) == expected_start.get(goal), (
+            f"{where}: OnStateTransition(goal_state={goal!r}) must also name start_state="
+            f"{expected_start.get(goal)!r}"
+        )
+        once = _keyword(call, "handle_once")
+        assert isinstance(once, ast.Constant) and once.value is True, f"{where}: handle_once=True is missing"
+
+
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=_ids(LAUNCH_FILES))
 def test_launch_file_defines_generate_launch_description(path):
     functions = {n.name: n for n in _tree(path).body if isinstance(n, ast.FunctionDef)}
