@@ -476,12 +476,13 @@ def rviz_include(model: str, robot: str, args: Mapping[str, str]) -> launch.acti
     from launch.launch_description_sources import PythonLaunchDescriptionSource
 
     arguments = {
-        "model": model,
         "robot": robot,
         "config_file": args.get("config_file", "") if robot else "",
         "use_sim_time": args.get("use_sim_time", "false"),
         "rviz_config": args.get("rviz_config", ""),
     }
+    if not robot:  # rviz.launch.py's model allows the human models only: a robot pipeline leaves it alone
+        arguments["model"] = model
     return launch.actions.IncludeLaunchDescription(
         PythonLaunchDescriptionSource(str(share_file(RVIZ_LAUNCH))), launch_arguments=arguments.items()
     )
