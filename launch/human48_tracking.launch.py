@@ -2,23 +2,33 @@
 
     ros2 launch dynik_ros human48_tracking.launch.py [source:=bag bag_path:=...] [rviz:=true]
 
-Every other argument of human_tracking.launch.py applies (see the README's launch table).
+Every other argument of human_tracking.launch.py applies (see the README's launch
+table); ``model:=...`` overrides the human48 default like any other argument.
 """
 
 from __future__ import annotations
 
+import runpy
 from pathlib import Path
+from types import SimpleNamespace
 
 from launch.actions import IncludeLaunchDescription
 from launch.launch_description import LaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration
+
+HERE = Path(__file__).resolve().parent  # share/dynik_ros/launch/ once installed, launch/ in the source tree
+COMMON = SimpleNamespace(**runpy.run_path(str(HERE / "dynik_launch_common.py")))
 
 
 def generate_launch_description() -> LaunchDescription:
-    # share/dynik_ros/launch/ once installed, launch/ in the source tree
-    source = PythonLaunchDescriptionSource(
-        str(Path(__file__).resolve().parents[1] / "launch/human_tracking.launch.py")
-    )
+    # model defaults to human48 but is a real argument: an override is passed on, never silently dropped
+    source = PythonLaunchDescriptionSource(str(HERE.parent / "launch/human_tracking.launch.py"))
     return LaunchDescription(
-        [IncludeLaunchDescription(source, launch_arguments={"model": "human48"}.items())]
+        [
+            *COMMON.declare("model", model="human48"),
+            IncludeLaunchDescription(
+                source, launch_arguments={"model": LaunchConfiguration("model")}.items()
+            ),
+        ]
     )

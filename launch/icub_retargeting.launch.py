@@ -2,21 +2,33 @@
 
     ros2 launch dynik_ros icub_retargeting.launch.py [source:=bag bag_path:=...] [rviz:=true]
 
-Every other argument of retargeting.launch.py applies (see the README's launch table).
+Every other argument of retargeting.launch.py applies (see the README's launch
+table); ``robot:=...`` overrides the icub default like any other argument.
 """
 
 from __future__ import annotations
 
+import runpy
 from pathlib import Path
+from types import SimpleNamespace
 
 from launch.actions import IncludeLaunchDescription
 from launch.launch_description import LaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration
+
+HERE = Path(__file__).resolve().parent  # share/dynik_ros/launch/ once installed, launch/ in the source tree
+COMMON = SimpleNamespace(**runpy.run_path(str(HERE / "dynik_launch_common.py")))
 
 
 def generate_launch_description() -> LaunchDescription:
-    # share/dynik_ros/launch/ once installed, launch/ in the source tree
-    source = PythonLaunchDescriptionSource(
-        str(Path(__file__).resolve().parents[1] / "launch/retargeting.launch.py")
+    # robot defaults to icub but is a real argument: an override is passed on, never silently dropped
+    source = PythonLaunchDescriptionSource(str(HERE.parent / "launch/retargeting.launch.py"))
+    return LaunchDescription(
+        [
+            *COMMON.declare("robot", robot="icub"),
+            IncludeLaunchDescription(
+                source, launch_arguments={"robot": LaunchConfiguration("robot")}.items()
+            ),
+        ]
     )
-    return LaunchDescription([IncludeLaunchDescription(source, launch_arguments={"robot": "icub"}.items())])

@@ -306,6 +306,24 @@ def test_thin_launch_files_include_existing_launch_files():
                 assert (ROOT / name).is_file() and name != f"launch/{path.name}", (path.name, name)
 
 
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=_ids(LAUNCH_FILES))
+def test_wrappers_pass_their_arguments_on_instead_of_fixing_them(path):
+    """An include with ``launch_arguments={"robot": "g1"}`` overrides what the user typed: ``robot:=icub``
+    was silently ignored while ``--show-args`` still listed it. Wrappers declare the argument with their
+    default and pass ``LaunchConfiguration`` on."""
+    for call in ast.walk(_tree(path)):
+        if not (isinstance(call, ast.Call) and _call_name(call) == "IncludeLaunchDescription"):
+            continue
+        for d in ast.walk(_keyword(call, "launch_arguments") or ast.Constant(None)):
+            if isinstance(d, ast.Dict):
+                fixed = [
+                    ast.unparse(k)
+                    for k, v in zip(d.keys, d.values, strict=True)
+                    if isinstance(v, ast.Constant)
+                ]
+                assert not fixed, f"{path.name}:{call.lineno}: arguments {fixed} fixed to literals"
+
+
 # --- arguments --------------------------------------------------------------------------------------
 
 
