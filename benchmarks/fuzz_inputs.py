@@ -177,8 +177,8 @@ def fuzz_link_states(
                 resets += 1
                 refused_before.update(ik.rejections.counts)  # configure clears them
                 refused_before.update(rebased=ik.rebased, held=ik.held_steps)
+                probe.restart(rig)
                 rig.restart(bridge, ik)
-                probe.checks.restart()
             if progress and total_mutated >= next_report:
                 next_report += max(mutated // 20, 1000)
                 rate = (total_mutated + clean_sent) / (time.perf_counter() - started)

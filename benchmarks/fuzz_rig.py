@@ -257,12 +257,14 @@ class Probe:
     def settle(self, rig: Rig, stamps: list[int], announced: set[int]) -> list[float | None]:
         """Per stamp, the tracking error of its IK output as received on the wire, or None when none was
         received. ``announced``: stamps ik_node says it published (its trace hook); the wait for them is
-        bounded (10 s; 0.2 s while outputs are missing, so that a silent node is judged quickly) and
+        bounded (10 s; 1 s while outputs are missing, so that a silent node is judged in reasonable time:
+        mistaking a slow delivery for a freeze would take 10 s, then a second of message time's worth of
+        stretches each over 1 s late) and
         those that never arrive count in ``announced_not_received`` (then cleared: all of them are older
         than what comes next)."""
-        produced = [s for s in stamps if s in announced]
         arrived = rig.spin_until(
-            lambda: all(s in self.errors for s in produced), 0.2 if self._stalled else 10.0
+            lambda: not self.command_stamps and all(s in self.errors for s in stamps if s in announced),
+            1.0 if self._stalled else 10.0,
         )
         self._stalled = not arrived
         out: list[float | None] = []
@@ -273,6 +275,14 @@ class Probe:
             out.append(error)
         announced.clear()
         return out
+
+    def restart(self, rig: Rig) -> None:
+        """Before the nodes are restarted: take the commands still on their way (bounded wait); those that
+        never come (a publisher destroyed with them unsent) must not shift the pairing of later ones."""
+        rig.spin_until(lambda: not self.command_stamps, 5.0)
+        self.unpaired_commands += len(self.command_stamps)
+        self.command_stamps.clear()
+        self.checks.restart()
 
     def diagnostic_values(self, name_part: str) -> dict[str, str]:
         """The latest key/values of the status whose name contains ``name_part`` (empty if none)."""

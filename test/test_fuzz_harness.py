@@ -88,6 +88,8 @@ def test_link_state_mutations_are_deterministic_and_what_they_say(kind, stream):
     positions = parsed.positions
     if kind == "future_stamp":
         assert parsed.stamp_ns > last + 300 * 24 * 3600 * NS
+    elif kind == "near_future_stamp":
+        assert 1.5 * NS <= parsed.stamp_ns - last <= 9 * NS
     elif kind == "past_stamp":
         assert parsed.stamp_ns < last - 300 * 24 * 3600 * NS
     elif kind == "zero_stamp":
@@ -280,13 +282,15 @@ def test_recovery_tracker_times_failures_and_freezes():
     assert tracker.unrecovered == {"half_turn": 1}
     tracker.clean(2000 * ms, 1e-4)  # late recovery: time recorded, no second failure counted
     assert tracker.times["half_turn"].max_ms == 1380 and tracker.unrecovered == {"half_turn": 1}
-    tracker.bad(2100 * ms, "clock_back")
-    tracker.bad(2150 * ms, "nan")
-    for t in range(1, 150):  # no output at all for 1.49 s: one freeze, blamed on the first burst
+    tracker.bad(2100 * ms, "nan")
+    tracker.clean(2105 * ms, 5e-3)  # not recovered yet
+    tracker.bad(2150 * ms, "clock_back")
+    for t in range(1, 150):  # no output at all for 1.49 s: one freeze, blamed on the burst before it
         tracker.clean(2150 * ms + t * 10 * ms, None)
     assert tracker.freezes == {"clock_back": 1} and tracker.frozen
+    assert tracker.unrecovered == {"half_turn": 1, "nan": 1}  # the failed recovery: the chain's first
     tracker.clean(3700 * ms, 1e-4)
-    assert not tracker.frozen and tracker.bursts["nan"] == 2
+    assert not tracker.frozen and tracker.bursts["nan"] == 2 and tracker.times["nan"].max_ms == 1550
     assert tracker.all_times.count == 4 and tracker.all_times.percentile(50) == 251  # 1 ms bins, upper edge
 
 

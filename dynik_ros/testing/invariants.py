@@ -148,7 +148,7 @@ class RecoveryTracker:
     it is ``unrecovered`` when it was not recovered ``limit_ns`` (1 s) after its last bad input (judged at
     the first clean input that late; a later recovery still records its time). A ``freeze`` is
     ``limit_ns`` of consecutive clean inputs without any output (counted once per run of them, for the
-    kind of the burst before the silence began).
+    kind of the latest burst before the silence began: what stopped the output).
     """
 
     def __init__(self, threshold: float, limit_ns: int = NS):
@@ -160,7 +160,8 @@ class RecoveryTracker:
         self.freezes: Counter = Counter()
         self.bursts: Counter = Counter()
         self.without_output = 0
-        self._kind: str | None = None
+        self._kind: str | None = None  # first burst since tracking was last at the baseline
+        self._last_kind = "start"  # the latest burst
         self._bad_ns = 0
         self._recovered = True
         self._judged = True
@@ -173,6 +174,7 @@ class RecoveryTracker:
         its failure) is attributed to the first burst since tracking was last at the baseline: a harmless
         burst in the middle of another one's recovery does not take the blame (or the credit)."""
         self.bursts[kind] += 1
+        self._last_kind = kind
         if self._recovered:
             self._kind = kind
         self._bad_ns = int(stamp_ns)
@@ -184,7 +186,7 @@ class RecoveryTracker:
         if error is None:
             self.without_output += 1
             if self._silent_since is None:
-                self._silent_since, self._silent_kind = stamp_ns, kind
+                self._silent_since, self._silent_kind = stamp_ns, self._last_kind
             if not self._frozen and stamp_ns - self._silent_since >= self.limit_ns:
                 self._frozen = True
                 self.freezes[self._silent_kind] += 1  # the burst before the silence began

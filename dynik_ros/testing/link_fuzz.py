@@ -31,7 +31,8 @@ TELEPORT_M = 100.0
 SINGLE_KINDS = (
     "nan", "inf", "huge_twist", "huge_angular", "huge_position", "zero_quaternion", "scaled_quaternion",
     "short_twists", "short_transforms", "unknown_name", "missing_link", "duplicate_name", "empty",
-    "future_stamp", "past_stamp", "zero_stamp", "negative_stamp", "repeated_stamp", "backwards_stamp",
+    "future_stamp", "near_future_stamp", "past_stamp", "zero_stamp", "negative_stamp", "repeated_stamp",
+    "backwards_stamp",
     "teleport", "half_turn", "garbage_bytes", "empty_bytes", "truncated", "bit_flipped",
 )  # fmt: skip
 """One-off bad messages between clean ones."""
@@ -231,6 +232,8 @@ def mutate(
         names, poses, twists = [], poses[:0], twists[:0]
     elif kind == "future_stamp":
         stamp = last_stamp_ns + YEAR_NS
+    elif kind == "near_future_stamp":  # ahead of the stream by less than a clock jump (1.5-9 s)
+        stamp = last_stamp_ns + int(rng.integers(1_500_000_000, 9_000_000_000))
     elif kind == "past_stamp":
         stamp = max(last_stamp_ns - YEAR_NS, 1)
     elif kind == "zero_stamp":
