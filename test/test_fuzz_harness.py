@@ -222,6 +222,26 @@ def test_datagram_mutations_are_deterministic_and_what_they_say(kind, mvn):
         assert first != upcoming
 
 
+def test_datagram_mutations_never_fail_whatever_the_split(mvn):
+    """Every kind on every split size and order, many draws: the generator itself must never raise."""
+    ids, poses, twists = mvn
+    rng = np.random.default_rng(11)
+    for counter in range(1000, 1400):
+        previous = clean_datagrams(counter, ids, poses[0], twists[0], rng)
+        upcoming = clean_datagrams(counter + 1, ids, poses[1], twists[1], rng)
+        for kind in DATAGRAM_KINDS:
+            for data in mutate_datagrams(kind, upcoming, previous, rng):
+                assert isinstance(data, bytes)
+
+
+def test_link_state_mutations_never_fail(stream):
+    rng = np.random.default_rng(12)
+    for _ in range(30):
+        clean = stream.next()
+        for kind in SINGLE_KINDS:
+            assert isinstance(mutate(kind, clean, clean.stamp_ns + 1000, clean.stamp_ns, rng), bytes)
+
+
 def test_counter_changes():
     rng = np.random.default_rng(0)
     for counter in (5, 100, 2**32 - 3):

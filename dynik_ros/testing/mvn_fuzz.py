@@ -95,7 +95,10 @@ def mutate_datagrams(
         return [rng.integers(0, 256, int(rng.integers(1, 1500)), dtype=np.uint8).tobytes()]
     if kind == "empty":
         return [b""]
-    i = int(rng.integers(len(upcoming)))
+    choices = range(len(upcoming))
+    if kind == "zero_quaternion":  # a datagram that carries quaternions (types 02, 22)
+        choices = [j for j, u in enumerate(upcoming) if u[4:6].decode("ascii", "replace") in _QUATERNION]
+    i = choices[int(rng.integers(len(choices)))]
     d = bytearray(upcoming[i])
     message_type = d[4:6].decode("ascii")
     item = int(rng.integers(max(_items(d), 1)))
@@ -123,9 +126,6 @@ def mutate_datagrams(
     elif kind == "nan_value":
         _floats(d, item, 4 + 4 * int(rng.integers(3)), (float("nan"),))
     elif kind == "zero_quaternion":
-        if message_type not in _QUATERNION:
-            message_type = "02"
-            d = bytearray(next(u for u in upcoming if u[4:6] == b"02"))
         _floats(d, item, _QUATERNION[message_type], (0.0, 0.0, 0.0, 0.0))
     elif kind == "huge_position":  # finite, consistent in 02 and 21: a complete sample the IK must refuse
         segment, axis = int(rng.integers(1, 24)), int(rng.integers(3))
