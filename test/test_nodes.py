@@ -766,18 +766,35 @@ def test_absurd_but_finite_links_are_refused_and_tracking_goes_on(h, samples, gl
     assert all(np.all(np.isfinite(j.position)) for j in joints)
 
 
-def test_a_teleport_that_stays_is_accepted_after_three_samples(h, samples):
+def test_a_teleport_that_stays_is_accepted_after_three_samples_and_keeps_the_posture(h, samples):
+    """The world moved under the person (100 m): after 3 samples the base follows; the joints continue
+    from where they were (restarting from the neutral posture took 0.6-1.1 s to track again)."""
     solver, joints, pub = _robust_ik(h, max_future_stamp=0.0)
     t0, period = 10**18, 10**9 // 120
-    for k in range(15):
+    for k in range(70):  # the teleport comes after the start-up transient
         msg = link_msg(samples[k], t0 + k * period)
-        if k >= 8:
+        if k >= 60:
             for t in msg.transforms:
                 t.translation.x += 100.0
         _deliver(h, solver, pub, msg)
     assert solver.rejections.counts["implausible_jump"] == 2
     assert solver.rebased == 1
-    assert h.spin_until(lambda: len(joints) >= 13)
+    assert h.spin_until(lambda: len(joints) >= 68)
+    before, after = np.array(joints[59].position), np.array(joints[60].position)  # samples 59 and 62
+    walked = max(np.abs(np.array(joints[k + 1].position) - joints[k].position).max() for k in range(50, 59))
+    assert np.abs(after - before).max() < 4 * walked  # three samples of walking, not a restart
+
+
+def test_a_sender_clock_stepping_back_costs_two_samples(h, samples):
+    solver, joints, pub = _robust_ik(h, max_future_stamp=0.0)
+    t0, period = 10**18, 10**9 // 120
+    for k in range(10):
+        _deliver(h, solver, pub, link_msg(samples[k], t0 + k * period))
+    back = t0 - 15 * 10**9  # the suit PC's clock was set back 15 s
+    for k in range(10, 30):
+        _deliver(h, solver, pub, link_msg(samples[k], back + k * period))
+    assert solver.rejections.counts["stale"] == 2 and solver.rebased == 1
+    assert solver.steps == 9 + 18
 
 
 def test_a_held_ik_is_reported_as_an_error_and_never_published_as_motion(h, samples):

@@ -36,7 +36,6 @@ from dynik_ros.nodes.common import (
     SENSOR_QOS,
     ConfigError,
     DynikLifecycleNode,
-    ParamSpec,
     RejectionCounter,
     diagnostic_status,
     percentiles_ms,
@@ -58,8 +57,8 @@ from dynik_ros.nodes.conversions import (
     transform_stamped,
 )
 from dynik_ros.nodes.ik_markers import MarkerBuilder
+from dynik_ros.nodes.ik_params import IK_PARAMS
 
-HUMAN_MODELS = ("human66", "human48")
 INVALID = "invalid"
 UNHANDLED = "unhandled"  # an exception the callback did not expect: counted, logged, never fatal
 UNDECODABLE = "undecodable"  # bytes that are no MultiDOFJointState (rclpy could not deserialize them)
@@ -77,118 +76,7 @@ _TF_NOTICE_GIVEN = False
 class IKNode(MarkerBuilder, DynikLifecycleNode):
     """Lifecycle node running :class:`DynamicalIK` on the link-state stream."""
 
-    PARAMS = (
-        ParamSpec(
-            "model",
-            "human66",
-            "Human model to track with (ignored when robot is set).",
-            choices=HUMAN_MODELS + ("",),
-        ),
-        ParamSpec("robot", "", "Robot to retarget to (e.g. 'g1', 'icub'); '' = track with the human model."),
-        ParamSpec("config_file", "", "Retargeting YAML for the robot ('' = the robot's default map)."),
-        ParamSpec(
-            "locked_joints",
-            [],
-            "Joints held at their neutral value (beside the map's locked_joints and zero-velocity joints).",
-        ),
-        ParamSpec(
-            "position_gain",
-            10.0,
-            "Position gain of K in eq. (9) for every target [1/s]; runtime-changeable. With a robot, the "
-            "map's per-target gains stay until this is set away from 10.",
-            low=0.0,
-            high=1000.0,
-            runtime=True,
-        ),
-        ParamSpec(
-            "orientation_gain",
-            10.0,
-            "Orientation gain of K in eq. (9) for every target [1/s]; runtime-changeable. With a robot, "
-            "the map's per-target gains stay until this is set away from 10.",
-            low=0.0,
-            high=1000.0,
-            runtime=True,
-        ),
-        ParamSpec(
-            "limit_gain",
-            10.0,
-            "Joint-limit gain k_g of eq. (12) [1/rad]; runtime-changeable.",
-            low=1e-3,
-            high=1000.0,
-            runtime=True,
-        ),
-        ParamSpec(
-            "use_base_odom", False, "Take the base pose from /robot/base_odom instead of estimating it."
-        ),
-        ParamSpec(
-            "base_odom_timeout",
-            0.2,
-            "Base odometry further than this from a link-state stamp is ignored [s].",
-            low=0.0,
-            high=10.0,
-        ),
-        ParamSpec(
-            "max_input_age",
-            0.5,
-            "Inputs older than the newest seen by more than this are stale [s].",
-            low=0.0,
-            high=3600.0,
-        ),
-        ParamSpec(
-            "max_dt", 0.1, "Longer gaps between stamps are clamped to this dt [s].", low=1e-4, high=10.0
-        ),
-        ParamSpec(
-            "max_future_stamp",
-            1.0,
-            "Inputs stamped further ahead of the node clock are refused [s]; 0 = check against the stream "
-            "only (offline replays run ahead of the clock; io/stamp_guard.py).",
-            low=0.0,
-            high=1e9,
-        ),
-        ParamSpec(
-            "max_stamp_jump",
-            10.0,
-            "A stamp this far after the newest input is refused until 3 consecutive ones confirm a new "
-            "time base [s].",
-            low=1e-3,
-            high=1e9,
-        ),
-        ParamSpec(
-            "max_link_distance",
-            1000.0,
-            "Links further from the world origin are implausible [m] (io/plausibility.py).",
-            low=1e-3,
-            high=1e12,
-        ),
-        ParamSpec(
-            "max_link_speed",
-            50.0,
-            "Link speeds above this, or per-sample jumps beyond it (plus 0.5 m), are implausible [m/s].",
-            low=1e-3,
-            high=1e12,
-        ),
-        ParamSpec(
-            "max_link_angular_speed",
-            100.0,
-            "Link angular speeds above this, or per-sample turns beyond it (plus 1 rad), are implausible "
-            "[rad/s].",
-            low=1e-3,
-            high=1e12,
-        ),
-        ParamSpec("publish_markers", True, "Publish /dynik/markers (targets, achieved frames, skeleton)."),
-        ParamSpec("marker_rate", 30.0, "Maximum rate of /dynik/markers [Hz].", low=0.1, high=1000.0),
-        ParamSpec(
-            "metrics_rate",
-            60.0,
-            "Maximum rate of the accuracy evaluation (MNTE, RMSE) [Hz]; 0 = off. Lower it to save CPU.",
-            low=0.0,
-            high=10000.0,
-        ),
-        ParamSpec("publish_tf", True, "Publish world -> base on /tf (needs tf2_msgs)."),
-        ParamSpec("world_frame", "world", "Fixed frame of the outputs."),
-        ParamSpec("base_frame", "", "Base link frame ('' = the model's root link)."),
-        ParamSpec("diagnostics_period", 1.0, "Period of /diagnostics [s].", low=0.01, high=60.0),
-    )
+    PARAMS = IK_PARAMS
 
     def __init__(self, node_name: str = "ik_node", **kwargs: Any):
         super().__init__(node_name, **kwargs)
@@ -229,7 +117,7 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
         self.stamps = stamp_guard.StampGuard(
             params.get("max_input_age", 0.5),
             params.get("max_future_stamp", 1.0),
-            params.get("max_stamp_jump", 10.0),
+            params.get("max_stamp_jump", 0.5),
         )
         self.plausible = plausibility.PlausibilityGuard(
             params.get("max_link_distance", 1000.0),
@@ -237,6 +125,7 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
             params.get("max_link_angular_speed", 100.0),
         )
         self._last_ns: int | None = None
+        self._period_ns = 10**9 // 100  # the last step between accepted stamps (default 100 Hz)
         self._last_marker_ns = -(10**18)
         self._last_metrics_ns = -(10**18)
         self._odom: tuple[int, np.ndarray, np.ndarray] | None = None
@@ -425,6 +314,8 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
         if verdict not in (stamp_guard.ACCEPTED, stamp_guard.REBASED):
             self._reject(verdict, detail)
             return
+        if verdict == stamp_guard.REBASED:  # a new time base: step over the seam by the last period
+            self._last_ns = None if self._last_ns is None else stamp - self._period_ns
         dt = min((stamp - self._last_ns) * 1e-9, self.params["max_dt"]) if self._last_ns is not None else 0.01
         reason, detail = self.plausible.check(
             links.positions, links.rotations, links.linear_velocities, links.angular_velocities, dt
@@ -436,8 +327,8 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
         if verdict == stamp_guard.REBASED or reason == "rebased":
             self.rebased += 1
             self.get_logger().warning(f"input re-based: {detail}")
-            if reason == "rebased":  # the person is somewhere else now: start over there, like at first
-                self._last_ns = None
+            if reason == "rebased":  # the world moved under the person: keep the posture, move the base
+                self._rebase_world(links)
         try:
             measurements = self._measurements(links)
             if self._last_ns is None:
@@ -459,6 +350,8 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
             self.stamps.last_ns = self._last_ns
             self._reject(_reason_of(str(exc)), str(exc))
             return
+        if self._last_ns is not None and stamp > self._last_ns:
+            self._period_ns = stamp - self._last_ns
         self._last_ns = stamp
         self.held = self._last_ns is not None and self.steps > 0 and self.ik.info.held
         if self.held:  # a held step is not fresh motion: publish nothing, the bridge's stale hold engages
@@ -498,6 +391,16 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
                 self.retargeter.reset()  # world alignment from this first sample
             return self.retargeter.measurements(poses, twists, time=(links.stamp_ns - self._first_ns) * 1e-9)
         return self.targets.measurements_from_links(poses, twists)
+
+    def _rebase_world(self, links: LinkStates) -> None:
+        """A confirmed teleport of every link (the person re-registered, the world origin moved): the
+        joints stay, only the base follows. A robot's retargeter re-aligns the new data onto the robot as
+        it stands; a human model's base is put on the measured root link."""
+        if self.retargeter is not None:
+            self.retargeter.reset(self.ik.q)
+        elif self.base_frame in links.names and self.robot.floating_base:
+            i = links.names.index(self.base_frame)
+            self.ik.set_base_pose(links.positions[i], links.rotations[i])
 
     def _initialize(self, links: LinkStates) -> None:
         """First input: start from the measured root pose (human) or the retargeter's configuration."""

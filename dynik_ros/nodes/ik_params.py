@@ -1,0 +1,117 @@
+"""The parameters of ik_node: name, default, description and range (validated at configure)."""
+
+from __future__ import annotations
+
+from dynik_ros.nodes.common import ParamSpec
+
+HUMAN_MODELS = ("human66", "human48")
+
+IK_PARAMS = (
+    ParamSpec(
+        "model",
+        "human66",
+        "Human model to track with (ignored when robot is set).",
+        choices=HUMAN_MODELS + ("",),
+    ),
+    ParamSpec("robot", "", "Robot to retarget to (e.g. 'g1', 'icub'); '' = track with the human model."),
+    ParamSpec("config_file", "", "Retargeting YAML for the robot ('' = the robot's default map)."),
+    ParamSpec(
+        "locked_joints",
+        [],
+        "Joints held at their neutral value (beside the map's locked_joints and zero-velocity joints).",
+    ),
+    ParamSpec(
+        "position_gain",
+        10.0,
+        "Position gain of K in eq. (9) for every target [1/s]; runtime-changeable. With a robot, the "
+        "map's per-target gains stay until this is set away from 10.",
+        low=0.0,
+        high=1000.0,
+        runtime=True,
+    ),
+    ParamSpec(
+        "orientation_gain",
+        10.0,
+        "Orientation gain of K in eq. (9) for every target [1/s]; runtime-changeable. With a robot, "
+        "the map's per-target gains stay until this is set away from 10.",
+        low=0.0,
+        high=1000.0,
+        runtime=True,
+    ),
+    ParamSpec(
+        "limit_gain",
+        10.0,
+        "Joint-limit gain k_g of eq. (12) [1/rad]; runtime-changeable.",
+        low=1e-3,
+        high=1000.0,
+        runtime=True,
+    ),
+    ParamSpec("use_base_odom", False, "Take the base pose from /robot/base_odom instead of estimating it."),
+    ParamSpec(
+        "base_odom_timeout",
+        0.2,
+        "Base odometry further than this from a link-state stamp is ignored [s].",
+        low=0.0,
+        high=10.0,
+    ),
+    ParamSpec(
+        "max_input_age",
+        0.5,
+        "Inputs up to this much older than the newest are out of order; older ones are a step of the "
+        "sender's clock, refused until 3 consecutive stamps confirm it [s].",
+        low=0.0,
+        high=3600.0,
+    ),
+    ParamSpec("max_dt", 0.1, "Longer gaps between stamps are clamped to this dt [s].", low=1e-4, high=10.0),
+    ParamSpec(
+        "max_future_stamp",
+        1.0,
+        "Inputs stamped further ahead of the node clock are refused [s]; 0 = check against the stream "
+        "only (offline replays run ahead of the clock; io/stamp_guard.py).",
+        low=0.0,
+        high=1e9,
+    ),
+    ParamSpec(
+        "max_stamp_jump",
+        0.5,
+        "A stamp further than this after the newest input is refused until 3 consecutive ones confirm "
+        "a new time base [s].",
+        low=1e-3,
+        high=1e9,
+    ),
+    ParamSpec(
+        "max_link_distance",
+        1000.0,
+        "Links further from the world origin are implausible [m] (io/plausibility.py).",
+        low=1e-3,
+        high=1e12,
+    ),
+    ParamSpec(
+        "max_link_speed",
+        50.0,
+        "Link speeds above this, or per-sample jumps beyond it (plus 0.5 m), are implausible [m/s].",
+        low=1e-3,
+        high=1e12,
+    ),
+    ParamSpec(
+        "max_link_angular_speed",
+        100.0,
+        "Link angular speeds above this, or per-sample turns beyond it (plus 1 rad), are implausible "
+        "[rad/s].",
+        low=1e-3,
+        high=1e12,
+    ),
+    ParamSpec("publish_markers", True, "Publish /dynik/markers (targets, achieved frames, skeleton)."),
+    ParamSpec("marker_rate", 30.0, "Maximum rate of /dynik/markers [Hz].", low=0.1, high=1000.0),
+    ParamSpec(
+        "metrics_rate",
+        60.0,
+        "Maximum rate of the accuracy evaluation (MNTE, RMSE) [Hz]; 0 = off. Lower it to save CPU.",
+        low=0.0,
+        high=10000.0,
+    ),
+    ParamSpec("publish_tf", True, "Publish world -> base on /tf (needs tf2_msgs)."),
+    ParamSpec("world_frame", "world", "Fixed frame of the outputs."),
+    ParamSpec("base_frame", "", "Base link frame ('' = the model's root link)."),
+    ParamSpec("diagnostics_period", 1.0, "Period of /diagnostics [s].", low=0.01, high=60.0),
+)
