@@ -5,6 +5,7 @@ Runs are short (1-2 s of motion) to keep the file well under a minute on a loade
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -162,3 +163,29 @@ def test_bad_configuration_names_node_and_parameter(tmp_path):
         run_pipeline("replay", None, None, quiet=True)
     assert main(["run", "human66_tracking", "--param", "ik_node.position_gain:=-3", "--no-record"]) == 2
     assert main(["list"]) == 0
+
+
+def test_message_clock_of_the_bridge_stays_monotonic_when_stamps_step_back():
+    """ik_node follows a sender clock set back (after three confirming stamps); the bridge's message clock
+    must not go back with it: a negative step froze the rate-limited command for the length of the step."""
+    import rclpy
+    from rclpy.context import Context
+
+    from dynik_ros.nodes.bridge_node import BridgeNode
+
+    context = Context()
+    rclpy.init(args=[], context=context, domain_id=os.getpid() % 100 + 100)
+    try:
+        from rclpy.parameter import Parameter
+
+        node = BridgeNode(
+            context=context,
+            parameter_overrides=[Parameter("clock", value="message"), Parameter("model", value="human66")],
+        )
+        t0, period = 10**18, 10**9 // 120
+        times = [node._message_time(t0 + k * period) for k in range(5)]
+        times += [node._message_time(t0 - 15 * 10**9 + k * period) for k in range(5, 10)]
+        assert all(b - a == period for a, b in zip(times, times[1:], strict=False))
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)

@@ -194,7 +194,23 @@ class BridgeNode(DynikLifecycleNode):
         self._pub = self._diag_pub = self._timer = self._diag_timer = None
         self.joints = []
 
+    def _message_time(self, stamp: int) -> int:
+        """The message clock, kept monotonic: when the input stamps step back (the sender's clock was set
+        back and ik_node followed it), the clock goes on one period after its last reading instead, so
+        the rate limit never sees a negative step (it froze the command for as long as the step)."""
+        time = stamp + self._stamp_offset
+        if self._last_message_time is not None and time <= self._last_message_time:
+            self._stamp_offset += self._last_message_time + self._message_period - time
+            time = stamp + self._stamp_offset
+        elif self._last_message_time is not None:
+            self._message_period = time - self._last_message_time
+        self._last_message_time = time
+        return time
+
     def _reset_stream(self) -> None:
+        self._stamp_offset = 0
+        self._last_message_time: int | None = None
+        self._message_period = NS // 100
         self._target: np.ndarray | None = None
         self._target_stamp = 0
         self._target_received_ns = 0
@@ -251,7 +267,7 @@ class BridgeNode(DynikLifecycleNode):
         except Exception as exc:  # noqa: BLE001 - no input may end the node
             self.rejections.add(WRONG_LENGTHS, f"{type(exc).__name__}: {exc}")
             return
-        now = stamp if self.params["clock"] == "message" else self._now_ns()
+        now = self._message_time(stamp) if self.params["clock"] == "message" else self._now_ns()
         self._target, self._target_stamp, self._target_received_ns = target, stamp, now
         self._send(now, fresh=True)
 
