@@ -525,13 +525,14 @@ def test_bridge_holds_the_last_command_when_the_source_stops(h, human66):
         h.spin(0.01)
     h.spin(0.05)
     n = len(commands)
-    h.spin(0.5)  # the source stopped
+    # the source stopped: the bridge repeats its last command at command_rate (waited on, not timed: on a
+    # loaded machine a late input may also have caused an earlier, shorter hold)
+    assert h.spin_until(lambda: len(commands) - n >= 20, timeout=15.0)
     held = commands[n:]
-    assert len(held) >= 20  # about command_rate while holding
     last = np.asarray(held[-1].data)
     assert all(np.array_equal(np.asarray(c.data), last) for c in held[1:])
     assert all(np.all(np.isfinite(c.data)) for c in commands)
-    assert node.hold_events == 1 and node._holding
+    assert node.hold_events >= 1 and node._holding
 
 
 def test_bridge_clamps_and_rate_limits(h, human66):
