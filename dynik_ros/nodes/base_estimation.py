@@ -72,6 +72,12 @@ class MocapBaseEstimator:
         self._previous: BaseState | None = None
         self._lin_w, self._ang_b, self._filtered = np.zeros(3), np.zeros(3), False
 
+    def restart_velocity(self) -> None:
+        """Forget the previous pose (keep the calibration): the next pose starts the velocity estimate
+        afresh, e.g. after the body re-appeared somewhere else."""
+        self._previous = None
+        self._lin_w, self._ang_b, self._filtered = np.zeros(3), np.zeros(3), False
+
     def _base_in_mocap(self, position: np.ndarray, rotation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return position + rotation @ self.offset_position, rotation @ self.offset_rotation
 

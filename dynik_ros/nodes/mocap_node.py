@@ -3,7 +3,12 @@
 
 After activation the first ``calibration_samples`` poses calibrate the world alignment (see
 :mod:`dynik_ros.nodes.base_estimation`); odometry is published from then on, one message per pose, with
-the source stamp. NaN poses, non-unit quaternions and out-of-order stamps are refused and counted.
+the source stamp. NaN poses, non-unit quaternions, out-of-order stamps and physically implausible poses
+(further than ``max_body_distance`` from the origin, or jumped beyond ``max_body_speed`` /
+``max_body_angular_speed`` times the stamp interval, plus 0.5 m / 1 rad, since the last accepted pose;
+:mod:`dynik_ros.io.plausibility`) are refused and counted. A jump that stays (3 consecutive poses agreeing
+with each other at the new place) is accepted: odometry goes on from there with the velocity estimate
+restarted. Anything else a callback raises is counted as ``unhandled`` and never ends the node.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
 
+from dynik_ros.io import plausibility
 from dynik_ros.nodes.base_estimation import MocapBaseEstimator, rpy_to_rotation
 from dynik_ros.nodes.common import (
     RELIABLE_QOS,
@@ -33,6 +39,8 @@ from dynik_ros.nodes.conversions import (
     odometry_msg,
     pose_from_msg,
 )
+
+UNHANDLED = "unhandled"  # an exception the callback did not expect: counted, logged, never fatal
 
 
 class MocapNode(DynikLifecycleNode):
@@ -78,6 +86,28 @@ class MocapNode(DynikLifecycleNode):
         ParamSpec(
             "max_dt", 0.1, "Larger gaps between poses restart the velocity estimate [s].", low=1e-4, high=10.0
         ),
+        ParamSpec(
+            "max_body_distance",
+            1000.0,
+            "Rigid-body poses further from the mocap origin are implausible and refused [m].",
+            low=1e-3,
+            high=1e12,
+        ),
+        ParamSpec(
+            "max_body_speed",
+            50.0,
+            "A pose that moved faster than this (plus 0.5 m) since the last accepted one is refused [m/s].",
+            low=1e-3,
+            high=1e12,
+        ),
+        ParamSpec(
+            "max_body_angular_speed",
+            100.0,
+            "A pose that turned faster than this (plus 1 rad) since the last accepted one is refused "
+            "[rad/s].",
+            low=1e-3,
+            high=1e12,
+        ),
         ParamSpec("world_frame", "world", "header.frame_id of the odometry."),
         ParamSpec("base_frame", "base_link", "child_frame_id of the odometry (the robot's base link)."),
         ParamSpec("diagnostics_period", 1.0, "Period of /diagnostics [s].", low=0.01, high=60.0),
@@ -90,10 +120,19 @@ class MocapNode(DynikLifecycleNode):
         self._reset_counts()
 
     def _reset_counts(self) -> None:
-        self.rejections = RejectionCounter((NAN, NON_ROTATION, OUT_OF_ORDER))
+        self.rejections = RejectionCounter(
+            (NAN, NON_ROTATION, OUT_OF_ORDER, *plausibility.REASONS, UNHANDLED)
+        )
         self.received = 0
         self.published = 0
+        self.rebased = 0
         self._last_ns: int | None = None
+        params = getattr(self, "params", None) or {}
+        self.plausible = plausibility.PlausibilityGuard(
+            params.get("max_body_distance", 1000.0),
+            params.get("max_body_speed", 50.0),
+            params.get("max_body_angular_speed", 100.0),
+        )
 
     def _configure(self, p: dict[str, Any]) -> None:
         offset = p["base_offset"]
@@ -124,10 +163,20 @@ class MocapNode(DynikLifecycleNode):
         self._sub = self._pub = self._diag_pub = self._diag_timer = None
         self.estimator = None
 
+    def _refuse(self, reason: str, detail: str) -> None:
+        self.rejections.add(reason, detail)
+        self.get_logger().warning(f"rigid body pose refused ({reason}: {detail})", throttle_duration_sec=1.0)
+
     def _on_pose(self, msg: PoseStamped) -> None:
         if not self.active or self.estimator is None:
             return
         self.received += 1
+        try:
+            self._process(msg)
+        except Exception as exc:  # noqa: BLE001 - no input may end the node: count, log, keep running
+            self._refuse(UNHANDLED, f"{type(exc).__name__}: {exc}")
+
+    def _process(self, msg: PoseStamped) -> None:
         try:
             stamp, position, rotation = pose_from_msg(msg)
             if self._last_ns is not None and stamp <= self._last_ns:
@@ -135,9 +184,17 @@ class MocapNode(DynikLifecycleNode):
                     OUT_OF_ORDER, f"stamp {(self._last_ns - stamp) * 1e-6:.3f} ms before the previous"
                 )
         except MessageRejected as exc:
-            self.rejections.add(exc.reason, exc.detail)
-            self.get_logger().warning(f"rigid body pose refused ({exc})", throttle_duration_sec=1.0)
+            self._refuse(exc.reason, exc.detail)
             return
+        dt = (stamp - self._last_ns) * 1e-9 if self._last_ns is not None else 0.0
+        reason, detail = self.plausible.check(position[None], rotation[None], None, None, dt)
+        if reason is not None and reason != "rebased":
+            self._refuse(reason, detail)
+            return
+        if reason == "rebased":  # the body is somewhere else now: no velocity across the jump
+            self.rebased += 1
+            self.get_logger().warning(f"rigid body re-based: {detail}")
+            self.estimator.restart_velocity()
         self._last_ns = stamp
         state = self.estimator.update(stamp, position, rotation)
         if state is None:
@@ -159,6 +216,12 @@ class MocapNode(DynikLifecycleNode):
     def publish_diagnostics(self) -> None:
         if not self.active or self._diag_pub is None:
             return
+        try:
+            self._publish_diagnostics()
+        except Exception as exc:  # noqa: BLE001 - a diagnostics problem must not end the node
+            self._refuse(UNHANDLED, f"diagnostics: {type(exc).__name__}: {exc}")
+
+    def _publish_diagnostics(self) -> None:
         calibrated = self.estimator is not None and self.estimator.calibrated
         level = DiagnosticStatus.OK if calibrated and not self.rejections.total else DiagnosticStatus.WARN
         message = "calibrated" if calibrated else "calibrating (waiting for /mocap/rigid_body)"
@@ -168,6 +231,7 @@ class MocapNode(DynikLifecycleNode):
             "received": self.received,
             "published": self.published,
             "calibrated": calibrated,
+            "rebased": self.rebased,
         }
         values.update({f"rejected_{k}": v for k, v in self.rejections.counts.items()})
         msg = DiagnosticArray()
