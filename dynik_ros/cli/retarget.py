@@ -33,30 +33,17 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from dynik_ros.io.human_motion import (  # noqa: F401 - re-exported: the CLI's motion readers live in io
+    HumanMotion,
+    _ordered,
+    finite_difference_twists,
+    read_npz_motion,
+    save_npz_motion,
+)
+
 LIMIT_TOLERANCE = 1e-6  # rad
 JOINT_STATES_TOPIC = "/dynik/joint_states"
 BASE_ODOM_TOPIC = "/dynik/base_odom"
-
-
-@dataclass
-class HumanMotion:
-    """Human link trajectories (world frame) with their stamps; velocities may be finite differences."""
-
-    name: str
-    times: np.ndarray  # (N,) seconds, the input stamps
-    links: list[str]
-    positions: np.ndarray  # (N, L, 3)
-    rotations: np.ndarray  # (N, L, 3, 3)
-    linear_velocities: np.ndarray  # (N, L, 3)
-    angular_velocities: np.ndarray  # (N, L, 3)
-    source: str = ""
-    stamp_origin_ns: int = 0  # input stamp of t = 0, integer nanoseconds (exact epoch stamps)
-
-    def __len__(self) -> int:
-        return len(self.times)
-
-    def sample(self, k: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        return {name: (self.positions[k, i], self.rotations[k, i]) for i, name in enumerate(self.links)}
 
 
 # ---------------------------------------------------------------------------- progress
@@ -94,25 +81,6 @@ class ProgressBar:
 
 
 # ---------------------------------------------------------------------------- input
-def finite_difference_twists(
-    times: np.ndarray, positions: np.ndarray, rotations: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """World linear and angular velocities ``(N, L, 3)`` by central differences (one-sided at the ends);
-    angular velocity from ``log(R_{k+1} R_{k-1}^T) / (t_{k+1} - t_{k-1})``."""
-    from scipy.spatial.transform import Rotation
-
-    n = len(times)
-    if n < 2:
-        return np.zeros_like(positions), np.zeros_like(positions)
-    linear = np.gradient(positions, times, axis=0)
-    after = np.r_[np.arange(1, n), n - 1]
-    before = np.r_[0, np.arange(0, n - 1)]
-    dt = (times[after] - times[before])[:, None, None]
-    relative = rotations[after] @ np.swapaxes(rotations[before], -1, -2)
-    rotvec = Rotation.from_matrix(relative.reshape(-1, 3, 3)).as_rotvec().reshape(positions.shape)
-    return linear, rotvec / dt
-
-
 def synthetic_motion(
     scenario: str,
     duration: float,
@@ -172,82 +140,6 @@ def read_bag_motion(path: str | Path, topic: str = "/human/link_states") -> Huma
         Path(path).name, times, links, positions, rotations, linear, angular, f"bag {path}", origin
     )
     return _ordered(motion, differentiate=not measured)
-
-
-def read_npz_motion(path: str | Path) -> HumanMotion:
-    """A motion file (see the module docstring)."""
-    from dynik_ros.core.quaternion import rotation_from_quaternion
-
-    with np.load(path, allow_pickle=False) as data:
-        keys = set(data.files)
-        for key in ("times", "links", "positions"):
-            if key not in keys:
-                raise ValueError(f"motion file '{path}' lacks '{key}' (has {sorted(keys)})")
-        times = np.asarray(data["times"], dtype=float)
-        links = [str(x) for x in data["links"]]
-        positions = np.asarray(data["positions"], dtype=float)
-        if "rotations" in keys:
-            rotations = np.asarray(data["rotations"], dtype=float)
-        elif "quaternions" in keys:
-            rotations = rotation_from_quaternion(np.asarray(data["quaternions"], dtype=float))
-        else:
-            raise ValueError(f"motion file '{path}' has neither 'rotations' nor 'quaternions'")
-        n, n_links = len(times), len(links)
-        if positions.shape != (n, n_links, 3) or rotations.shape != (n, n_links, 3, 3):
-            raise ValueError(
-                f"motion file '{path}': positions {positions.shape} / rotations {rotations.shape} do not "
-                f"match {n} times and {n_links} links"
-            )
-        measured = "linear_velocities" in keys and "angular_velocities" in keys
-        if measured:
-            linear = np.asarray(data["linear_velocities"], dtype=float)
-            angular = np.asarray(data["angular_velocities"], dtype=float)
-        else:
-            linear = angular = np.zeros_like(positions)
-    motion = HumanMotion(Path(path).stem, times, links, positions, rotations, linear, angular, f"npz {path}")
-    return _ordered(motion, differentiate=not measured)
-
-
-def save_npz_motion(motion: Any, path: str | Path) -> Path:
-    """Write a motion (``times``, ``links``, ``positions``, ``rotations``, velocities) as a motion file."""
-    path = Path(path)
-    np.savez_compressed(
-        path,
-        times=np.asarray(motion.times, dtype=float),
-        links=np.array(list(motion.links)),
-        positions=np.asarray(motion.positions),
-        rotations=np.asarray(motion.rotations),
-        linear_velocities=np.asarray(motion.linear_velocities),
-        angular_velocities=np.asarray(motion.angular_velocities),
-    )
-    return path
-
-
-def _ordered(motion: HumanMotion, differentiate: bool = False) -> HumanMotion:
-    """Samples sorted by stamp, repeated stamps dropped (a warning on stderr); with ``differentiate``
-    the velocities are then computed by :func:`finite_difference_twists`."""
-    order = np.argsort(motion.times, kind="stable")
-    times = motion.times[order]
-    keep = np.r_[True, np.diff(times) > 0]
-    if not keep.all():
-        print(f"dynik-retarget: dropped {int((~keep).sum())} samples with repeated stamps", file=sys.stderr)
-    index = order[keep]
-    times, positions, rotations = motion.times[index], motion.positions[index], motion.rotations[index]
-    if differentiate:
-        linear, angular = finite_difference_twists(times, positions, rotations)
-    else:
-        linear, angular = motion.linear_velocities[index], motion.angular_velocities[index]
-    return HumanMotion(
-        motion.name,
-        times,
-        motion.links,
-        positions,
-        rotations,
-        linear,
-        angular,
-        motion.source,
-        motion.stamp_origin_ns,
-    )
 
 
 # ---------------------------------------------------------------------------- output
