@@ -1,0 +1,216 @@
+"""BVH parser, forward kinematics and skeleton maps: synthetic files written from Human66 forward
+kinematics (ground truth known), unit and up-axis handling, derived segments, hostile files."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from dynik_ros.io.bvh import (
+    BvhError,
+    SkeletonMapError,
+    builtin_skeleton_maps,
+    forward_kinematics,
+    parse_bvh,
+    read_bvh,
+    smoothed_twists,
+    write_bvh,
+)
+from dynik_ros.io.capture_checks import CaptureError
+from dynik_ros.io.human_motion import finite_difference_twists
+from dynik_ros.models.segments import XSENS_SEGMENTS
+from dynik_ros.retarget.human import human_tpose, synthetic_human_motion
+
+MAPS = {m.name: m.segments for m in builtin_skeleton_maps()}
+
+
+@pytest.fixture(scope="module")
+def walk():
+    motion = synthetic_human_motion("walking", duration=1.5, rate=60.0)
+    pick = [list(motion.links).index(s) for s in XSENS_SEGMENTS]
+    motion.positions, motion.rotations = motion.positions[:, pick], motion.rotations[:, pick]
+    motion.linear_velocities = motion.linear_velocities[:, pick]
+    motion.angular_velocities = motion.angular_velocities[:, pick]
+    motion.links = list(XSENS_SEGMENTS)
+    return motion
+
+
+def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    rel = np.swapaxes(a, -1, -2) @ b
+    return np.degrees(Rotation.from_matrix(rel.reshape(-1, 3, 3)).magnitude().reshape(rel.shape[:-2]))
+
+
+def test_full_skeleton_round_trip_is_exact(tmp_path, walk):
+    """All 23 segments under MVN's BVH names: the read poses equal Human66 forward kinematics."""
+    path = write_bvh(walk, tmp_path / "walk.bvh", names=MAPS["mvn"])
+    motion = read_bvh(path, check=False)
+    assert "skeleton mvn, cm, y-up" in motion.source
+    assert motion.notices == []
+    np.testing.assert_allclose(motion.times, walk.times - walk.times[0], atol=1e-9)
+    np.testing.assert_allclose(motion.positions, walk.positions, atol=2e-6)
+    assert _angle_deg(motion.rotations, walk.rotations).max() < 1e-3
+    # velocities: smoothed derivatives against the analytic ones of the synthetic motion
+    inner = slice(3, -3)
+    assert np.abs(motion.linear_velocities[inner] - walk.linear_velocities[inner]).max() < 0.05
+    assert np.abs(motion.angular_velocities[inner] - walk.angular_velocities[inner]).max() < 0.3
+
+
+@pytest.mark.parametrize("unit", ["m", "inch", "mm"])
+def test_units_are_detected_from_the_stature(tmp_path, walk, unit):
+    path = write_bvh(walk, tmp_path / "walk.bvh", names=MAPS["mvn"], unit=unit)
+    motion = read_bvh(path, check=False)
+    assert f", {unit}, " in motion.source
+    np.testing.assert_allclose(motion.positions, walk.positions, atol=1e-3 if unit == "m" else 1e-5)
+
+
+def test_cmu_skeleton_derives_missing_segments(tmp_path, walk):
+    """A CMU-named skeleton without L5 and T12: mapped segments keep the true orientations, the derived
+    ones come within a few cm / degrees, and one notice lists them."""
+    path = write_bvh(walk, tmp_path / "cmu.bvh", names=MAPS["cmu"])
+    motion = read_bvh(path, check=False)
+    assert "skeleton cmu" in motion.source
+    derived = [n for n in motion.notices if "derived" in n]
+    assert len(derived) == 1 and "['L5', 'T12']" in derived[0]
+    index = {s: i for i, s in enumerate(XSENS_SEGMENTS)}
+    mapped = [index[s] for s in MAPS["cmu"]]
+    assert _angle_deg(motion.rotations[:, mapped], walk.rotations[:, mapped]).max() < 1e-3
+    for s in ("L5", "T12"):
+        i = index[s]
+        assert np.linalg.norm(motion.positions[:, i] - walk.positions[:, i], axis=-1).max() < 0.03
+        assert _angle_deg(motion.rotations[:, i], walk.rotations[:, i]).max() < 5.0
+
+
+def test_mixamo_prefix_and_toes_from_the_foot(tmp_path, walk):
+    names = {s: j for s, j in MAPS["mixamo"].items() if not s.endswith("Toe")}
+    path = write_bvh(walk, tmp_path / "mixamo.bvh", names=names)
+    motion = read_bvh(path, check=False)
+    assert "skeleton mixamo" in motion.source
+    assert any("RightToe" in n and "derived" in n for n in motion.notices)
+    i, f = XSENS_SEGMENTS.index("RightToe"), XSENS_SEGMENTS.index("RightFoot")
+    # the toe sits at the Human66 offset along the foot's axes: exact while the toe joint is straight
+    forward = np.einsum("nij,j->ni", motion.rotations[:, f], [1.0, 0.0, 0.0])
+    toe = motion.positions[:, i] - motion.positions[:, f]
+    assert np.all(np.einsum("ni,ni->n", toe, forward) > 0.1)  # ahead of the ankle along the foot
+    assert np.linalg.norm(motion.positions[:, i] - walk.positions[:, i], axis=-1).max() < 0.03
+
+
+def test_rest_pose_not_a_tpose_is_turned_onto_it(tmp_path, walk):
+    """A skeleton whose rest pose has the arms 70 deg down: the segment frames are corrected by the
+    shortest rotation onto the T-pose directions (exact for a swing about the forward axis), with a notice;
+    given the T-pose frame instead, the frames are exact too."""
+    from scipy.spatial.transform import Rotation as R
+
+    reference = dict(human_tpose())
+    for side, sign in (("Right", 1.0), ("Left", -1.0)):
+        pivot = reference[side + "UpperArm"][0]
+        rot = R.from_rotvec([sign * math.radians(70.0), 0.0, 0.0]).as_matrix()
+        for seg in ("UpperArm", "ForeArm", "Hand"):
+            p, r = reference[side + seg]
+            reference[side + seg] = (pivot + rot @ (p - pivot), rot @ r)
+    path = write_bvh(walk, tmp_path / "rest.bvh", names=MAPS["mvn"], reference=reference)
+    motion = read_bvh(path, check=False)
+    assert any("rest pose is not a T-pose" in n and "RightUpperArm 70 deg" in n for n in motion.notices)
+    np.testing.assert_allclose(motion.positions, walk.positions, atol=2e-6)
+    assert _angle_deg(motion.rotations, walk.rotations).max() < 1e-3
+
+
+def test_velocities_do_not_amplify_noise(walk):
+    rng = np.random.default_rng(3)
+    noisy = walk.positions + rng.normal(scale=0.002, size=walk.positions.shape)
+    smooth, _ = smoothed_twists(walk.times, noisy, walk.rotations)
+    raw, _ = finite_difference_twists(walk.times, noisy, walk.rotations)
+    inner = slice(5, -5)
+    err_smooth = np.sqrt(np.mean((smooth[inner] - walk.linear_velocities[inner]) ** 2))
+    err_raw = np.sqrt(np.mean((raw[inner] - walk.linear_velocities[inner]) ** 2))
+    assert err_smooth < 0.5 * err_raw
+
+
+def test_channel_orders_and_six_channel_joints(tmp_path):
+    """Forward kinematics honours the listed channel order and 6-channel joints (position channels are the
+    joint's translation)."""
+    text = """HIERARCHY
+ROOT A
+{
+  OFFSET 0 0 0
+  CHANNELS 6 Xposition Yposition Zposition Yrotation Xrotation Zrotation
+  JOINT B
+  {
+    OFFSET 0 10 0
+    CHANNELS 6 Xposition Yposition Zposition Xrotation Zrotation Yrotation
+    End Site
+    {
+      OFFSET 0 5 0
+    }
+  }
+}
+MOTION
+Frames: 1
+Frame Time: 0.01
+1 2 3 30 40 50 0 20 0 10 20 30
+"""
+    path = tmp_path / "tiny.bvh"
+    path.write_text(text)
+    data = parse_bvh(path)
+    pos, rot = forward_kinematics(data)
+    ra = Rotation.from_euler("YXZ", [30, 40, 50], degrees=True).as_matrix()
+    rb = Rotation.from_euler("XZY", [10, 20, 30], degrees=True).as_matrix()
+    np.testing.assert_allclose(pos[0, 0], [1, 2, 3], atol=1e-12)
+    np.testing.assert_allclose(rot[0, 0], ra, atol=1e-12)
+    np.testing.assert_allclose(pos[0, 1], np.array([1, 2, 3]) + ra @ [0, 20, 0], atol=1e-12)
+    np.testing.assert_allclose(rot[0, 1], ra @ rb, atol=1e-12)
+
+
+def test_hostile_files_give_one_clear_error(tmp_path, walk):
+    good = write_bvh(walk, tmp_path / "good.bvh", names=MAPS["mvn"]).read_text().splitlines()
+    motion_at = good.index("MOTION")
+
+    bad = tmp_path / "truncated.bvh"
+    bad.write_text("\n".join(good[:-10]) + "\n")
+    with pytest.raises(BvhError, match=r"truncated\.bvh: 'Frames: 90' but 80 frame lines \(truncated\?\)"):
+        read_bvh(bad)
+    bad.write_text("\n".join(good[: motion_at + 5] + [good[motion_at + 5][:200]]) + "\n")
+    with pytest.raises(BvhError, match=r"line \d+: frame 2: \d+ values, the hierarchy has 72 channels"):
+        read_bvh(bad)
+    bad.write_text("\n".join(good[:20]) + "\n")
+    with pytest.raises(BvhError, match="unexpected end of file in the HIERARCHY section"):
+        read_bvh(bad)
+
+    lines = list(good)
+    values = lines[motion_at + 8].split()
+    values[10] = "nan"
+    lines[motion_at + 8] = " ".join(values)
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(CaptureError, match=r"truncated\.bvh: frame 5: channel value is not finite"):
+        read_bvh(bad)
+
+    wrong = tmp_path / "take.bvh"
+    wrong.write_text('<?xml version="1.0"?>\n<mvnx version="4"></mvnx>\n')
+    with pytest.raises(BvhError, match=r"not a BVH file: starts with '<\?xml'"):
+        read_bvh(wrong)
+
+    with pytest.raises(SkeletonMapError, match="no skeleton map fits joints"):
+        other = {s: f"bone{i}" for i, s in enumerate(XSENS_SEGMENTS)}
+        read_bvh(write_bvh(walk, tmp_path / "odd.bvh", names=other))
+
+
+def test_units_that_fit_no_human_are_refused(tmp_path, walk):
+    giant = synthetic_human_motion("walking", duration=0.5, rate=60.0)
+    giant.positions = giant.positions * 5.0  # an 8.75 m subject in metres
+    reference = {s: (5.0 * p, r) for s, (p, r) in human_tpose().items()}
+    path = write_bvh(giant, tmp_path / "giant.bvh", names=MAPS["mvn"], unit="m", reference=reference)
+    with pytest.raises(BvhError, match=r"no unit \(m, cm, inch, mm\) makes it a human"):
+        read_bvh(path)
+
+
+def test_pelvis_at_zero_is_put_on_the_floor(tmp_path):
+    stand = synthetic_human_motion("tpose", duration=0.5, rate=60.0)
+    low = synthetic_human_motion("tpose", duration=0.5, rate=60.0)
+    pelvis = list(low.links).index("Pelvis")
+    low.positions = low.positions - np.array([0.0, 0.0, low.positions[0, pelvis, 2]])
+    motion = read_bvh(write_bvh(low, tmp_path / "low.bvh", names=MAPS["mvn"]))
+    assert any("floor" in n and "shifted" in n for n in motion.notices)
+    pick = [list(stand.links).index(s) for s in XSENS_SEGMENTS]
+    np.testing.assert_allclose(motion.positions, stand.positions[:, pick], atol=0.01)
