@@ -511,6 +511,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Retarget a human motion onto a humanoid robot with the dynamical IK (offline).",
         epilog="Robots: the maps in config/ (see 'dynik-retarget --list') or a path to a YAML map.",
     )
+    parser.add_argument(
+        "input",
+        nargs="?",
+        type=Path,
+        help="capture file: Xsens .mvnx, .bvh, .npz (format detected from the content)",
+    )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--motion", choices=SCENARIOS, help="synthetic human motion (default: walking)")
     source.add_argument("--bag", type=Path, help="rosbag2 with MultiDOFJointState link states")
@@ -524,6 +530,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--calibration", type=Path, help="calibration YAML to use (default: the map's/auto)")
     parser.add_argument(
         "--calibration-frame", type=int, help="calibrate from this input sample (the subject in T-pose)"
+    )
+    parser.add_argument(
+        "--skeleton", help="BVH skeleton map: cmu, lafan1, mixamo, mvn or a YAML path (default: detected)"
+    )
+    parser.add_argument(
+        "--unit", choices=("m", "cm", "inch", "mm"), help="BVH length unit (default: detected)"
+    )
+    parser.add_argument("--tpose-frame", type=int, help="BVH frame where the subject stands in T-pose")
+    parser.add_argument(
+        "--floor",
+        choices=("apply", "report"),
+        default="apply",
+        help="floor height from the feet: shift or only report",
+    )
+    parser.add_argument(
+        "--force-calibration", action="store_true", help="calibrate even on a frame far from a T-pose"
     )
     parser.add_argument("--settle", type=float, default=1.0, help="IK seconds spent on the first frame first")
     parser.add_argument("--gain", type=float, help="set every target gain K of eq. (9), 1/s")
@@ -542,19 +564,45 @@ class InputFileError(ValueError):
 def _read_motion_file(args: argparse.Namespace) -> HumanMotion:
     """``--bag`` or ``--npz``; any failure of the reader (truncated or corrupted file, wrong format,
     missing metadata) becomes one :class:`InputFileError` naming the file (exit 2, no traceback)."""
-    path = args.bag if args.bag is not None else args.npz
+    from dynik_ros.io.motion_files import describe, detect_format, read_motion_file
+
+    path = args.bag if args.bag is not None else args.npz if args.npz is not None else args.input
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
-    if args.npz is not None and path.is_file():
-        with open(path, "rb") as f:
-            if f.read(4) != b"PK\x03\x04":  # an .npz is a zip archive
-                raise InputFileError(f"cannot read {path} as a .npz motion file: not a zip archive")
+    found = detect_format(path)
+    if args.npz is not None and path.is_file() and found != "npz":
+        hint = f": pass it without --npz (dynik-retarget {path})" if found in ("mvnx", "bvh") else ""
+        raise InputFileError(f"cannot read {path} as a .npz motion file: it is {describe(found)}{hint}")
+    if args.input is not None and found == "bag":
+        raise InputFileError(f"{path} is a rosbag2: pass it with --bag")
     try:
+        if args.input is not None:
+            options = {"floor": args.floor}
+            if found == "bvh":
+                options.update(skeleton=args.skeleton, unit=args.unit, tpose_frame=args.tpose_frame)
+            return read_motion_file(path, found, **options)
         return read_bag_motion(path, args.topic) if args.bag is not None else read_npz_motion(path)
     except Exception as exc:  # noqa: BLE001 - a reader's own error types vary (rosbags, zipfile, numpy)
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        kind = "rosbag2" if args.bag is not None else ".npz motion file"
+        kind = (
+            "rosbag2"
+            if args.bag is not None
+            else ".npz motion file"
+            if args.npz is not None
+            else describe(found)
+        )
         raise InputFileError(f"cannot read {path} as a {kind}: {reason} ({type(exc).__name__})") from exc
+
+
+def _calibrate(retargeter: Any, poses: dict, where: str, force: bool) -> None:
+    """Calibrate on ``poses`` after checking it is a T-pose (a warning with the angle; refused beyond
+    the limit of :func:`dynik_ros.io.capture_checks.check_calibration_pose` unless ``force``)."""
+    from dynik_ros.io.capture_checks import check_calibration_pose
+
+    warning = check_calibration_pose(poses, where, force=force)
+    if warning:
+        print(f"dynik-retarget: warning: {warning}", file=sys.stderr)
+    retargeter.calibrate(poses)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -569,8 +617,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--duration and --rate must be positive")
     try:
         retargeter = Retargeter.from_config(args.robot, args.calibration)
-        if args.bag is not None or args.npz is not None:
+        if sum(x is not None for x in (args.input, args.bag, args.npz, args.motion)) > 1:
+            parser.error("give one input: a capture file, --bag, --npz or --motion")
+        if args.bag is not None or args.npz is not None or args.input is not None:
             motion = _read_motion_file(args)
+            for notice in getattr(motion, "notices", []):
+                print(f"dynik-retarget: {notice}", file=sys.stderr)
         else:
             motion = synthetic_motion(
                 args.motion or "walking",
@@ -583,7 +635,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.calibration_frame is not None:
             if not 0 <= args.calibration_frame < len(motion):
                 raise ValueError(f"--calibration-frame {args.calibration_frame} outside 0..{len(motion) - 1}")
-            retargeter.calibrate(motion.sample(args.calibration_frame))
+            _calibrate(
+                retargeter,
+                motion.sample(args.calibration_frame),
+                f"{motion.name}: frame {args.calibration_frame}",
+                args.force_calibration,
+            )
+        elif args.calibration is None and getattr(motion, "calibration", None):
+            from dynik_ros.io.mvnx import calibration_frame
+
+            kind, poses = calibration_frame(motion) or (None, None)
+            if poses is not None:
+                _calibrate(
+                    retargeter, poses, f"{motion.name}: the file's {kind} frame", args.force_calibration
+                )
+                print(f"dynik-retarget: calibrated on the file's {kind} frame", file=sys.stderr)
     except (RetargetConfigError, KeyError, ValueError, FileNotFoundError, FileExistsError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"dynik-retarget: error: {message}", file=sys.stderr)

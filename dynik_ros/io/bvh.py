@@ -300,7 +300,8 @@ def read_bvh(
     ``skeleton``: a map name (``cmu``, ``lafan1``, ``mixamo``, ``mvn``) or YAML path (default: detected);
     ``unit``: ``m``/``cm``/``inch``/``mm`` (default: detected from the stature); ``up``: ``y`` or ``z``
     (default: detected from the rest skeleton); ``tpose_frame``: a frame where the subject stands in
-    T-pose, used as the reference of the segment frames and as ``motion.calibration["tpose"]``.
+    T-pose, used as the reference of the segment frames and as ``motion.calibration["tpose"]``; frame 0
+    (where MVN's BVH export writes its T-pose) is then left out of the take.
     """
     data = parse_bvh(path)
     name = str(path)
@@ -393,12 +394,15 @@ def read_bvh(
     rot_seg = np.einsum("nlij,lkj,lkm->nlim", rot_w, ref_r[0], np.array([align[s] for s in mapped]))
 
     positions, rotations = complete_segments(pos_w, rot_seg, mapped, stature, notices, name)
-    times = np.arange(len(data.values)) * data.frame_time
-    linear, angular = smoothed_twists(times, positions, rotations, smoothing_window)
     calibration = {}
     if tpose_frame is not None:
         calibration["tpose"] = {s: (positions[tpose_frame, i].copy(), rotations[tpose_frame, i].copy())
                                 for i, s in enumerate(XSENS_SEGMENTS)}  # fmt: skip
+        if tpose_frame == 0 and len(positions) > 1:  # MVN's BVH export puts its T-pose first: not the take
+            positions, rotations = positions[1:], rotations[1:]
+            notices.append(f"{name}: frame 0 (the T-pose) is for calibration only; the take starts at 1")
+    times = np.arange(len(positions)) * data.frame_time
+    linear, angular = smoothed_twists(times, positions, rotations, smoothing_window)
     motion = HumanMotion(
         name=Path(path).stem,
         times=times,

@@ -278,5 +278,5 @@ def check_calibration_pose(
         f" (limbs over {warn_deg:g} deg: {over})" + hint
     )
     if angle > refuse_deg and not force:
-        raise CaptureError(text + f"; refused above {refuse_deg:g} deg (force to use it anyway)")
+        raise CaptureError(text + f"; refused above {refuse_deg:g} deg (--force-calibration to use it)")
     return text

@@ -2,7 +2,11 @@
 
 Sources: ``synthetic`` (a walking / running / T-pose motion of the Human66 or Human48 model, seeded
 orientation noise), ``bag`` (a ``MultiDOFJointState`` topic of a rosbag2 bag, mcap or sqlite3, read with
-:func:`dynik_ros.io.bags.read_link_states`) or ``xsens``: a live suit through the UDP real-time network
+:func:`dynik_ros.io.bags.read_link_states`), ``file`` (a capture file: Xsens MVNX, BVH or ``.npz``, format
+from the content, read and checked at configure by :mod:`dynik_ros.io.motion_files`; ``file_rate`` scales
+the playback speed: stamps divided by it, velocities multiplied, so the stream stays consistent;
+restamped with the node clock like the synthetic source; ``loop`` and ``duration`` apply) or
+``xsens``: a live suit through the UDP real-time network
 stream of Xsens MVN Analyze/Animate (:mod:`dynik_ros.io.xsens_stream`, whose docstring gives the wire
 format and its sources).
 
@@ -61,7 +65,7 @@ from dynik_ros.nodes.conversions import fill_link_states_msg, link_states_to_msg
 
 HUMAN_MODELS = ("human66", "human48")
 SCENARIOS = ("walking", "running", "tpose")
-SOURCES = ("synthetic", "bag", "xsens")
+SOURCES = ("synthetic", "bag", "xsens", "file")
 NS = 1_000_000_000
 XSENS_WAIT = 0.05  # [s] the receive thread's longest block on the socket, so that deactivation is quick
 
@@ -156,6 +160,45 @@ class BagSource:
         return self._samples()
 
 
+class FileSource:
+    """A capture file (MVNX, BVH, .npz) read whole at configure and checked (floor, units, samples)."""
+
+    def __init__(self, path: str, speed: float, max_span: float, floor: str, skeleton: str):
+        from dynik_ros.io.motion_files import detect_format, read_motion_file
+
+        fmt = detect_format(path)
+        options: dict[str, Any] = {"floor": floor}
+        if fmt == "bvh" and skeleton:
+            options["skeleton"] = skeleton
+        motion = read_motion_file(path, fmt, **options)
+        self.notices = list(motion.notices)
+        times = np.asarray(motion.times, dtype=float) - float(motion.times[0])
+        keep = times <= max_span if max_span > 0 else np.ones(len(times), dtype=bool)
+        self.names = list(motion.links)
+        self.stamps = np.round(times[keep] / speed * NS).astype(np.int64)
+        self.positions = motion.positions[keep]
+        self.quaternions = quaternion_from_rotation(motion.rotations[keep])
+        self.linear = motion.linear_velocities[keep] * speed
+        self.angular = motion.angular_velocities[keep] * speed
+        step = np.median(np.diff(self.stamps)) if len(self.stamps) > 1 else NS // 100
+        self.period_ns = int(min(max(step, NS // 1000), NS // 10))
+        self.source = motion.source
+
+    def __len__(self) -> int:
+        return len(self.stamps)
+
+    def samples(self) -> Iterator[Sample]:
+        for k in range(len(self.stamps)):
+            yield Sample(
+                int(self.stamps[k]),
+                self.names,
+                self.positions[k],
+                self.quaternions[k],
+                self.linear[k],
+                self.angular[k],
+            )
+
+
 class XsensSource:
     """A live Xsens MVN network stream: the bound UDP socket and the sample assembler."""
 
@@ -217,6 +260,25 @@ class WearableNode(DynikLifecycleNode):
         ParamSpec("seed", 1, "Seed of the synthetic noise.", low=0, high=2**31 - 1),
         ParamSpec("bag_path", "", "rosbag2 bag (directory, .mcap or .db3) for source:=bag."),
         ParamSpec("bag_topic", "/human/link_states", "MultiDOFJointState topic read from the bag."),
+        ParamSpec(
+            "file_path",
+            "",
+            "source:=file: capture file (Xsens .mvnx, .bvh or .npz; format from the content).",
+        ),
+        ParamSpec(
+            "file_rate",
+            1.0,
+            "source:=file: playback speed (1 = as recorded, 2 = twice as fast: stamps / 2, velocities x 2).",
+            low=0.01,
+            high=100.0,
+        ),
+        ParamSpec(
+            "file_floor",
+            "apply",
+            "source:=file: floor height from the feet: shift the take onto z = 0 or only report it.",
+            choices=("apply", "report"),
+        ),
+        ParamSpec("file_skeleton", "", "source:=file, BVH: skeleton map name or YAML path ('' = detected)."),
         ParamSpec(
             "restamp",
             False,
@@ -301,7 +363,7 @@ class WearableNode(DynikLifecycleNode):
 
     def __init__(self, node_name: str = "wearable_node", **kwargs: Any):
         super().__init__(node_name, **kwargs)
-        self._source: SyntheticSource | BagSource | XsensSource | None = None
+        self._source: SyntheticSource | BagSource | FileSource | XsensSource | None = None
         self._iter: Iterator[Sample] | None = None
         self._pub = self._diag_pub = self._timer = self._diag_timer = self._ack_sub = None
         self._xsens_thread: threading.Thread | None = None
@@ -339,6 +401,19 @@ class WearableNode(DynikLifecycleNode):
                 f"listening for Xsens MVN datagrams ({p['xsens_datagrams']}, character "
                 f"{p['xsens_character']}) on udp://{p['xsens_host']}:{self._source.receiver.port}"
             )
+        elif p["source"] == "file":
+            if not p["file_path"]:
+                raise ConfigError("file_path", "is empty but source is 'file'")
+            try:
+                self._source = FileSource(
+                    p["file_path"], p["file_rate"], p["duration"], p["file_floor"], p["file_skeleton"]
+                )
+            except (OSError, ValueError) as exc:
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise ConfigError("file_path", reason) from None
+            for notice in self._source.notices:
+                self.get_logger().warning(notice)
+            self.get_logger().info(f"replaying {len(self._source)} samples of {self._source.source}")
         else:
             if not p["bag_path"]:
                 raise ConfigError("bag_path", "is empty but source is 'bag'")
@@ -487,7 +562,7 @@ class WearableNode(DynikLifecycleNode):
         realtime schedule maps output stamps to node-clock publication times."""
         self._rebase = False
         start = self._activated_ns + int(self.params["start_delay"] * NS)
-        if self.params["source"] == "synthetic" or self.params["restamp"]:
+        if self.params["source"] in ("synthetic", "file") or self.params["restamp"]:
             self._offset_ns = start - (sample.stamp_ns + self._loop_shift_ns)
         self._schedule_ns = start - self._out_stamp(sample)
 

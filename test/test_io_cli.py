@@ -1,0 +1,85 @@
+"""dynik-retarget on capture files: MVNX and BVH written from Human66 forward kinematics, format found
+from the content, the file's T-pose frame used for calibration, input checks on the command line."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from dynik_ros.cli import retarget as cli
+from dynik_ros.io.bvh import builtin_skeleton_maps, write_bvh
+from dynik_ros.io.mvnx import write_mvnx
+from dynik_ros.retarget.human import human_tpose, synthetic_human_motion
+
+
+@pytest.fixture(scope="module")
+def walk():
+    return synthetic_human_motion("walking", duration=1.0, rate=60.0)
+
+
+def _run(capsys, *argv):
+    code = cli.main([str(a) for a in argv] + ["--no-bag", "--no-plots", "--quiet", "--settle", "0.2"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_mvnx_take_retargets_to_g1_calibrated_on_its_tpose(tmp_path, capsys, walk):
+    path = write_mvnx(walk, tmp_path / "take.xml", calibration={"tpose": human_tpose()})
+    code, out, err = _run(capsys, path, "--out", tmp_path / "out")
+    assert code == 0, err
+    assert "calibrated on the file's tpose frame" in err
+    assert "limit violation (tolerance 1e-6 rad)         0.0e+00 rad" in out
+    saved = np.load(tmp_path / "out" / "retarget.npz")
+    assert len(saved["times"]) == len(walk.times)
+
+
+def test_bvh_take_and_its_format_given_to_npz(tmp_path, capsys, walk):
+    names = {m.name: m.segments for m in builtin_skeleton_maps()}["cmu"]
+    path = write_bvh(walk, tmp_path / "take.bvh", names=names)
+    code, out, err = _run(capsys, path, "--out", tmp_path / "out")
+    assert code == 0, err
+    assert "skeleton cmu" in out and "derived from their neighbours" in err
+    code, out, err = _run(capsys, "--npz", path, "--out", tmp_path / "out2")
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "take.bvh" in lines[0] and "it is a BVH file" in lines[0]
+    assert "allow_pickle" not in err
+
+
+def test_calibration_frame_that_is_not_a_tpose_is_refused_unless_forced(tmp_path, capsys):
+    from scipy.spatial.transform import Rotation
+
+    motion = synthetic_human_motion("tpose", duration=0.5, rate=60.0)
+    links = list(motion.links)
+    motion.positions, motion.rotations = motion.positions.copy(), motion.rotations.copy()
+    for side, sign in (("Right", 1.0), ("Left", -1.0)):  # arms down by 80 deg in every frame
+        rot = Rotation.from_rotvec([sign * np.radians(80.0), 0.0, 0.0]).as_matrix()
+        pivot = motion.positions[:, links.index(side + "UpperArm")].copy()
+        for seg in ("UpperArm", "ForeArm", "Hand"):
+            i = links.index(side + seg)
+            motion.positions[:, i] = pivot + (motion.positions[:, i] - pivot) @ rot.T
+            motion.rotations[:, i] = rot @ motion.rotations[:, i]
+    path = write_mvnx(motion, tmp_path / "npose.mvnx")
+    code, _, err = _run(capsys, path, "--calibration-frame", 0, "--out", tmp_path / "out")
+    assert code == 2
+    assert "frame 0: not a T-pose" in err and "--force-calibration" in err
+    angle = int(re.search(r"is (\d+) deg off its T-pose direction", err).group(1))
+    assert 75 <= angle <= 90  # 80 deg turned arms plus the synthetic T-pose's own arm sway
+    forced = ("--calibration-frame", 0, "--force-calibration")
+    code, _, err = _run(capsys, path, *forced, "--out", tmp_path / "o2")
+    assert code in (0, 1) and "warning:" in err and f"{angle} deg" in err
+
+
+def test_pelvis_at_zero_is_reported_and_shifted(tmp_path, capsys):
+    motion = synthetic_human_motion("tpose", duration=0.5, rate=60.0)
+    pelvis = list(motion.links).index("Pelvis")
+    motion.positions = motion.positions - np.array([0.0, 0.0, motion.positions[0, pelvis, 2]])
+    path = write_mvnx(motion, tmp_path / "low.mvnx")
+    code, out, err = _run(capsys, path, "--out", tmp_path / "out")
+    assert code == 0, err
+    assert "the feet put the floor at z = -0.9" in err and "shifted by +0.9" in err
+    assert "position RMSE" in out
+    code, out, err = _run(capsys, path, "--floor", "report", "--out", tmp_path / "out2")
+    assert "not shifted" in err
