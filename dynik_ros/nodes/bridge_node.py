@@ -32,7 +32,6 @@ from dynik_ros.nodes.common import (
     ParamSpec,
     RejectionCounter,
     diagnostic_status,
-    run_node,
 )
 from dynik_ros.nodes.conversions import (
     DUPLICATE_NAMES,
@@ -42,6 +41,7 @@ from dynik_ros.nodes.conversions import (
     float_array,
     joint_state_from_msg,
 )
+from dynik_ros.nodes.node_process import run_node
 
 MISSING_JOINTS = "missing_joints"
 NS = 1_000_000_000

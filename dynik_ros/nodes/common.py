@@ -10,7 +10,6 @@ parameter. ``on_configure`` re-validates every value; runtime changes go through
 from __future__ import annotations
 
 import math
-import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -18,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import (
     FloatingPointRange,
@@ -412,42 +410,6 @@ def diagnostic_status(
         KeyValue(key=k, value=(f"{v:.6g}" if isinstance(v, float) else str(v))) for k, v in values.items()
     ]
     return status
-
-
-def run_node(node_class: type[DynikLifecycleNode], argv: Sequence[str] | None = None) -> int:
-    """Console-script body: spin one lifecycle node until Ctrl-C.
-
-    The node starts unconfigured (launch files or ``ros2 lifecycle set`` drive it); ``--autostart``
-    configures and activates it right away.
-    """
-    args = list(sys.argv if argv is None else argv)
-    rclpy.init(args=args)
-    from rclpy.utilities import remove_ros_args
-
-    autostart = "--autostart" in remove_ros_args(args)[1:]
-    node = node_class()
-    code = 0
-    try:
-        if autostart:
-            if node.trigger_configure() != SUCCESS or node.trigger_activate() != SUCCESS:
-                node.get_logger().fatal(f"autostart failed: {node.last_error}")
-                code = 1
-        if code == 0:
-            rclpy.spin(node)
-    except KeyboardInterrupt:
-        pass
-    except Exception as exc:  # ExternalShutdownException (Iron+) and friends
-        if type(exc).__name__ != "ExternalShutdownException":
-            raise
-    finally:
-        if rclpy.ok() and node.lifecycle_state in ("unconfigured", "inactive", "active"):
-            node.trigger_shutdown()
-        else:  # Ctrl-C shut the context down: no transition possible, still stop and free everything
-            node._release_all()
-        node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return code
 
 
 def wall_time() -> float:

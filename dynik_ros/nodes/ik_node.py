@@ -39,7 +39,6 @@ from dynik_ros.nodes.common import (
     RejectionCounter,
     diagnostic_status,
     percentiles_ms,
-    run_node,
     wall_time,
 )
 from dynik_ros.nodes.conversions import (
@@ -58,6 +57,7 @@ from dynik_ros.nodes.conversions import (
 )
 from dynik_ros.nodes.ik_markers import MarkerBuilder
 from dynik_ros.nodes.ik_params import IK_PARAMS
+from dynik_ros.nodes.node_process import run_node
 
 INVALID = "invalid"
 UNHANDLED = "unhandled"  # an exception the callback did not expect: counted, logged, never fatal

@@ -29,7 +29,6 @@ from dynik_ros.nodes.common import (
     ParamSpec,
     RejectionCounter,
     diagnostic_status,
-    run_node,
 )
 from dynik_ros.nodes.conversions import (
     NAN,
@@ -39,6 +38,7 @@ from dynik_ros.nodes.conversions import (
     odometry_msg,
     pose_from_msg,
 )
+from dynik_ros.nodes.node_process import run_node
 
 UNHANDLED = "unhandled"  # an exception the callback did not expect: counted, logged, never fatal
 

@@ -59,9 +59,9 @@ from dynik_ros.nodes.common import (
     DynikLifecycleNode,
     ParamSpec,
     diagnostic_status,
-    run_node,
 )
 from dynik_ros.nodes.conversions import fill_link_states_msg, link_states_to_msg, ns_to_stamp, stamp_to_ns
+from dynik_ros.nodes.node_process import run_node
 
 HUMAN_MODELS = ("human66", "human48")
 SCENARIOS = ("walking", "running", "tpose")
