@@ -16,7 +16,13 @@ import threading
 import pytest
 
 NODES = ("wearable_node", "ik_node", "bridge_node", "mocap_node")
-BAD_SIGNS = ("Traceback", "KeyboardInterrupt", "context is invalid", "Failed to complete transition", "wait set")
+BAD_SIGNS = (
+    "Traceback",
+    "KeyboardInterrupt",
+    "context is invalid",
+    "Failed to complete transition",
+    "wait set",
+)
 
 
 class NodeProcess:
@@ -33,7 +39,9 @@ class NodeProcess:
         )
         self.lines: list[str] = []
         self._changed = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._eof = False
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
         for line in self.proc.stdout:
@@ -41,6 +49,7 @@ class NodeProcess:
                 self.lines.append(line.rstrip())
                 self._changed.notify_all()
         with self._changed:
+            self._eof = True
             self._changed.notify_all()
 
     @property
@@ -49,7 +58,13 @@ class NodeProcess:
 
     def wait_for(self, text: str, timeout: float = 120.0) -> bool:
         with self._changed:
-            return self._changed.wait_for(lambda: text in self.output or self.proc.poll() is not None, timeout)
+            self._changed.wait_for(lambda: text in self.output or self._eof, timeout)
+            return text in self.output
+
+    def drain(self) -> str:
+        """Everything the exited process printed (the reader ends at the pipe's end of file)."""
+        self._reader.join(30.0)
+        return self.output
 
     def stop(self, signum: int, timeout: float = 60.0) -> int:
         self.proc.send_signal(signum)
@@ -60,15 +75,28 @@ class NodeProcess:
             self.proc.wait()
             pytest.fail(f"no exit {timeout} s after {signal.Signals(signum).name}:\n{self.output}")
 
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def processes():
+    """Node processes started by a test; any still running at its end (a failed test) are killed."""
+    started: list[NodeProcess] = []
+    yield lambda *args: started.append(NodeProcess(*args)) or started[-1]
+    for process in started:
+        process.kill()
+
 
 @pytest.mark.parametrize("node", NODES)
-def test_active_node_stops_cleanly_on_ctrl_c(private_domain, node):
-    process = NodeProcess(node, "--autostart")
+def test_active_node_stops_cleanly_on_ctrl_c(private_domain, processes, node):
+    process = processes(node, "--autostart")
     assert process.wait_for("]: active"), process.output
     assert process.proc.poll() is None, f"{node} exited on its own:\n{process.output}"
     code = process.stop(signal.SIGINT)
-    process.wait_for("never printed", timeout=5.0)  # the reader drains what is left
-    text = process.output
+    text = process.drain()
     assert code == 0, text
     assert "SIGINT: stopping" in text and "finished cleanly" in text, text
     after = text[text.index("SIGINT: stopping") :]
@@ -77,11 +105,11 @@ def test_active_node_stops_cleanly_on_ctrl_c(private_domain, node):
 
 
 @pytest.mark.parametrize("node", ("bridge_node", "ik_node"))
-def test_unconfigured_node_stops_cleanly_on_sigterm(private_domain, node):
-    process = NodeProcess(node)
+def test_unconfigured_node_stops_cleanly_on_sigterm(private_domain, processes, node):
+    process = processes(node)
     assert process.wait_for("unconfigured: waiting"), process.output
     code = process.stop(signal.SIGTERM)
-    process.wait_for("never printed", timeout=5.0)
-    assert code == 0, process.output
-    assert "SIGTERM: stopping" in process.output and "finished cleanly" in process.output, process.output
-    assert not [sign for sign in BAD_SIGNS if sign in process.output], process.output
+    text = process.drain()
+    assert code == 0, text
+    assert "SIGTERM: stopping" in text and "finished cleanly" in text, text
+    assert not [sign for sign in BAD_SIGNS if sign in text], text

@@ -86,7 +86,8 @@ def run_node(node_class: type[DynikLifecycleNode], argv: Sequence[str] | None = 
             node.get_logger().fatal(f"autostart failed: {node.last_error}")
             code = 1
         if not autostart:
-            node.get_logger().info(f"unconfigured: waiting for 'ros2 lifecycle set {node.get_name()} configure'")
+            name = node.get_name()
+            node.get_logger().info(f"unconfigured: waiting for 'ros2 lifecycle set {name} configure'")
         while code == 0 and not stop.event.is_set() and rclpy.ok():
             executor.spin_once(timeout_sec=_POLL_S)
     except Exception as exc:  # ExternalShutdownException (Iron+) ends the spin; anything else is a bug
