@@ -452,14 +452,47 @@ def pipeline(
     return actions
 
 
+STORAGE_PLUGINS = {"mcap": "rosbag2_storage_mcap", "sqlite3": "rosbag2_storage_sqlite3"}
+
+
+def rosbag2_missing(storage: str) -> str | None:
+    """Why ``ros2 bag record --storage <storage>`` cannot run here, or None when it can.
+
+    Checks what the recorder needs, not only ``ros2`` on PATH: ros2cli with the ``bag`` verb (the Python
+    package ``ros2bag``, part of rosbag2) and the storage plugin package in the ament index. Before this,
+    a ros2cli without rosbag2 passed the check, ``ros2 bag record`` died at start and the replay ran
+    unrecorded.
+    """
+    import importlib.util
+
+    if shutil.which("ros2") is None:
+        return "'ros2' is not on PATH"
+    if importlib.util.find_spec("ros2bag") is None:
+        return "ros2cli has no 'bag' verb (rosbag2 is not installed: ros-$ROS_DISTRO-rosbag2)"
+    plugin = STORAGE_PLUGINS.get(storage)
+    if plugin is None:
+        return f"unknown storage {storage!r} (choose from {sorted(STORAGE_PLUGINS)})"
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+    except ImportError:
+        return None  # no ament index to ask: let rosbag2 report a missing plugin itself
+    try:
+        get_package_prefix(plugin)
+    except PackageNotFoundError:
+        debian = "ros-$ROS_DISTRO-" + plugin.replace("_", "-")
+        return f"rosbag2's {storage} storage plugin is not installed ({debian})"
+    return None
+
+
 def record(out_bag: str, storage: str) -> launch.actions.ExecuteProcess:
     """``ros2 bag record`` of :data:`RECORDED_TOPICS` (needs a ROS 2 install with rosbag2; in a pip-only
     environment use ``dynik-ros run`` instead, which records through :mod:`dynik_ros.io.bags`). The
     nodes' topics are absolute (DESIGN.md), so ``namespace`` does not change them."""
-    if shutil.which("ros2") is None:
+    missing = rosbag2_missing(storage)
+    if missing:
         raise RuntimeError(
-            "out_bag needs 'ros2 bag record' (a ROS 2 install with rosbag2), and 'ros2' is not on PATH; "
-            "without ROS 2, 'dynik-ros run replay' replays and records in one process"
+            f"out_bag needs 'ros2 bag record' and {missing}; "
+            "without rosbag2, 'dynik-ros run replay' replays and records in one process"
         )
     path = Path(out_bag).expanduser().resolve()
     if path.exists():

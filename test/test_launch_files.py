@@ -497,3 +497,62 @@ def test_pipelines_build_with_the_launch_api(launch_api, tmp_path):
         assert {n.node_executable for n in nodes} == expected, name
         handlers = [a for a in actions if isinstance(a, RegisterEventHandler)]
         assert len(handlers) >= len(nodes), f"{name}: every lifecycle node needs its activation handler"
+
+
+def _launch_common_function(name: str, *constants: str):
+    """A function (and module constants it uses) of dynik_launch_common.py, executed without `launch`."""
+    import shutil
+
+    tree = _tree(LAUNCH_DIR / "dynik_launch_common.py")
+    wanted = [
+        node
+        for node in tree.body
+        if (isinstance(node, ast.FunctionDef) and node.name == name)
+        or (isinstance(node, ast.Assign) and any(getattr(t, "id", None) in constants for t in node.targets))
+    ]
+    namespace: dict = {"shutil": shutil, "__name__": "dynik_launch_common_part"}
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), "dynik_launch_common.py", "exec"), namespace)
+    return namespace[name]
+
+
+def test_out_bag_checks_for_rosbag2_and_its_storage_plugin_not_only_ros2(monkeypatch):
+    """Issue 10: with ros2cli but no rosbag2, ``out_bag:=`` passed the old check (``ros2`` on PATH) and
+    ``ros2 bag record`` died at start while the replay ran unrecorded."""
+    import importlib.util
+    import shutil
+    import sys
+    import types
+
+    missing = _launch_common_function("rosbag2_missing", "STORAGE_PLUGINS")
+    installed: set[str] = set()
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name, *args):
+        if name == "ros2bag":
+            return object() if "ros2bag" in installed else None
+        return real_find_spec(name, *args)
+
+    class PackageNotFoundError(KeyError):
+        pass
+
+    def get_package_prefix(package):
+        if package not in installed:
+            raise PackageNotFoundError(package)
+        return "/opt/ros/kilted"
+
+    ament = types.ModuleType("ament_index_python.packages")
+    ament.PackageNotFoundError = PackageNotFoundError
+    ament.get_package_prefix = get_package_prefix
+    monkeypatch.setitem(sys.modules, "ament_index_python", types.ModuleType("ament_index_python"))
+    monkeypatch.setitem(sys.modules, "ament_index_python.packages", ament)
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert "'ros2' is not on PATH" in missing("mcap")
+    monkeypatch.setattr(shutil, "which", lambda name: "/opt/ros/kilted/bin/ros2")
+    assert "rosbag2 is not installed" in missing("mcap")  # ros2cli alone: the case the old check let through
+    installed.add("ros2bag")
+    assert "ros-$ROS_DISTRO-rosbag2-storage-mcap" in missing("mcap")
+    installed.add("rosbag2_storage_mcap")
+    assert missing("mcap") is None
+    assert "sqlite3 storage plugin" in missing("sqlite3")
