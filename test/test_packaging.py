@@ -34,6 +34,7 @@ IMPORT_TO_ROSDEP = {
     "lifecycle_msgs": "lifecycle_msgs",
     "builtin_interfaces": "builtin_interfaces",
     "std_msgs": "std_msgs",
+    "std_srvs": "std_srvs",
     "sensor_msgs": "sensor_msgs",
     "geometry_msgs": "geometry_msgs",
     "nav_msgs": "nav_msgs",

@@ -115,3 +115,19 @@ def _quaternion_of_one(m: np.ndarray) -> np.ndarray:
         x, y, z, w = (m02 + m20) / s, (m12 + m21) / s, 0.25 * s, (m10 - m01) / s
     norm = math.sqrt(x * x + y * y + z * z + w * w) * (-1.0 if w < 0.0 else 1.0)
     return np.array((x / norm, y / norm, z / norm, w / norm))
+
+
+def quaternion_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton products ``a ⊗ b`` of quaternions ``(..., 4)`` in ``(x, y, z, w)`` order (broadcast):
+    the rotation of ``a ⊗ b`` is ``R(a) R(b)``."""
+    ax, ay, az, aw = (a[..., i] for i in range(4))
+    bx, by, bz, bw = (b[..., i] for i in range(4))
+    return np.stack(
+        (
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz,
+        ),
+        axis=-1,
+    )

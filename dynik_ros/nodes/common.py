@@ -352,7 +352,8 @@ class DynikLifecycleNode(LifecycleNode):
         return str(self._state_machine.current_state[1])
 
     def destroy_entities(self, entities: Iterable[Any]) -> None:
-        """Destroy publishers, subscriptions and timers created by ``_configure`` (``None`` skipped)."""
+        """Destroy publishers, subscriptions, services and timers created by ``_configure`` (``None``
+        skipped)."""
         for entity in entities:
             if entity is None:
                 continue
@@ -364,6 +365,8 @@ class DynikLifecycleNode(LifecycleNode):
                     self.destroy_lifecycle_publisher(entity)
                 else:
                     self.destroy_publisher(entity)
+            elif hasattr(entity, "srv_type"):  # service
+                self.destroy_service(entity)
             else:
                 self.destroy_subscription(entity)
 

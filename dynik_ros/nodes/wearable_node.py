@@ -52,6 +52,7 @@ from dynik_ros.io.xsens_stream import (
     StreamUnits,
     XsensReceiver,
 )
+from dynik_ros.nodes.calibration_services import SUIT_CALIBRATION_PARAMS, SuitCalibrationServices
 from dynik_ros.nodes.common import (
     RELIABLE_QOS,
     SENSOR_QOS,
@@ -224,7 +225,7 @@ class XsensSource:
         self.receiver.close()
 
 
-class WearableNode(DynikLifecycleNode):
+class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
     """Lifecycle node streaming ``sensor_msgs/MultiDOFJointState`` on ``/human/link_states``."""
 
     PARAMS = (
@@ -359,6 +360,7 @@ class WearableNode(DynikLifecycleNode):
             low=0.01,
             high=600.0,
         ),
+        *SUIT_CALIBRATION_PARAMS,
     )
 
     def __init__(self, node_name: str = "wearable_node", **kwargs: Any):
@@ -366,6 +368,7 @@ class WearableNode(DynikLifecycleNode):
         self._source: SyntheticSource | BagSource | FileSource | XsensSource | None = None
         self._iter: Iterator[Sample] | None = None
         self._pub = self._diag_pub = self._timer = self._diag_timer = self._ack_sub = None
+        self._services: list[Any] = []
         self._xsens_thread: threading.Thread | None = None
         self._xsens_stop = threading.Event()
         self._activated_ns = 0
@@ -423,6 +426,7 @@ class WearableNode(DynikLifecycleNode):
                 raise ConfigError("bag_path", str(exc)) from None
             except ValueError as exc:
                 raise ConfigError("bag_topic", str(exc)) from None
+        self._services = self._setup_suit_calibration(p)
         self._pub = self.create_lifecycle_publisher(MultiDOFJointState, "/human/link_states", SENSOR_QOS)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         if not p["realtime"]:
@@ -453,6 +457,8 @@ class WearableNode(DynikLifecycleNode):
     def _release(self) -> None:
         self._stop_xsens_thread()
         self.destroy_entities([self._timer, self._diag_timer, self._ack_sub, self._pub, self._diag_pub])
+        self.destroy_entities(self._services)
+        self._services = []
         self._pub = self._diag_pub = self._timer = self._diag_timer = self._ack_sub = None
         if isinstance(self._source, XsensSource):
             self._source.close()
@@ -527,7 +533,8 @@ class WearableNode(DynikLifecycleNode):
         return True
 
     def _publish(self, sample: Sample, stamp: int) -> None:
-        """``sample`` on ``/human/link_states`` with ``stamp`` (ns)."""
+        """``sample`` on ``/human/link_states`` with ``stamp`` (ns), calibrated (``~/calibrate``)."""
+        sample = self._calibrated(sample)
         msg = self._template
         if (
             msg is None
