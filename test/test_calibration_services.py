@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pinocchio as pin
 import pytest
-from test_nodes import Harness, ok, wearable
+from test_nodes import Harness, ik, ok, wearable
 
 from dynik_ros.core.quaternion import rotation_from_quaternion
 from dynik_ros.io.suit_calibration import rotation_angle, rotation_z
@@ -160,3 +160,75 @@ def test_services_exist_only_while_configured(h):
     assert h.spin_until(listed)
     assert ok(node.trigger_cleanup())
     assert h.spin_until(lambda: not listed())
+
+
+def _tpose_msg(poses: dict, stamp_ns: int):
+    from dynik_ros.core.quaternion import quaternion_from_rotation
+    from dynik_ros.nodes.conversions import link_states_to_msg
+
+    names = list(poses)
+    p = np.array([poses[n][0] for n in names])
+    q = quaternion_from_rotation(np.array([poses[n][1] for n in names]))
+    zero = np.zeros((len(names), 3))
+    return link_states_to_msg(stamp_ns, names, p, q, zero, zero)
+
+
+def test_ik_node_calibrates_the_retargeting_on_a_taller_person_without_a_jump(h, tmp_path):
+    """A 1.95 m person in T-pose (the map's default subject is smaller): the new calibration equals the
+    ROS-free one on the same poses, the robot does not jump, and configure loads the saved file."""
+    from sensor_msgs.msg import JointState, MultiDOFJointState
+
+    from dynik_ros.nodes.common import SENSOR_QOS
+    from dynik_ros.retarget.calibration import calibrate
+    from dynik_ros.retarget.human import human_tpose
+    from dynik_ros.retarget.registry import load_robot
+
+    saved = tmp_path / "g1_calibration.yaml"
+    solver = h.add(ik(model="", robot="g1", calibration_file=str(saved), calibration_window=0.2))
+    joints = h.collect(JointState, "/dynik/joint_states")
+    pub = h.probe.create_publisher(MultiDOFJointState, "/human/link_states", SENSOR_QOS)
+    assert ok(solver.trigger_configure()) and ok(solver.trigger_activate())
+    h.wait_matched(pub)
+    calibrate_client, reset_client = _client(h, "/ik_node/calibrate"), _client(h, "/ik_node/reset")
+    tall = human_tpose(height=1.95, mass=80.0)
+    before = solver.retargeter.calibration.root_scale
+    stamp = [10**18]
+
+    def feed(count: int) -> None:
+        for _ in range(count):
+            stamp[0] += 10**9 // 60
+            received = solver.received
+            pub.publish(_tpose_msg(tall, stamp[0]))
+            assert h.spin_until(lambda received=received: solver.received > received, timeout=10.0)
+
+    feed(30)
+    answer = _call(h, calibrate_client)
+    assert answer.success, answer.message
+    expected = calibrate(load_robot("g1"), tall)
+    assert solver.retargeter.calibration.root_scale == pytest.approx(expected.root_scale, rel=1e-9)
+    assert expected.root_scale < before  # a taller person: smaller scale
+    for frame, offset in expected.offsets.items():
+        assert np.allclose(solver.retargeter.calibration.offsets[frame], offset, atol=1e-9)
+    q_before = solver.ik.q.copy()
+    count = len(joints)
+    feed(10)
+    assert h.spin_until(lambda: len(joints) >= count + 10)
+    steps = np.array([j.position for j in joints[count - 1 :]])
+    assert np.abs(np.diff(steps, axis=0)).max() < 0.05  # no jump: the robot stays where it stands
+    assert np.abs(solver.ik.q[7:] - q_before[7:]).max() < 0.2
+
+    answer = _call(h, reset_client)
+    assert answer.success and "starts it over" in answer.message
+    feed(1)  # the first sample after a reset initializes the IK at the map's initial configuration
+    assert np.allclose(solver.ik.q, solver.retargeter.initial_configuration())
+
+    assert ok(solver.trigger_deactivate()) and ok(solver.trigger_cleanup()) and ok(solver.trigger_configure())
+    assert solver.retargeter.calibration.source == str(saved)
+    assert solver.retargeter.calibration.root_scale == pytest.approx(expected.root_scale, rel=1e-9)
+
+
+def test_ik_node_with_a_human_model_says_where_to_calibrate(h):
+    solver = h.add(ik(model="human66"))
+    assert ok(solver.trigger_configure())
+    answer = _call(h, _client(h, "/ik_node/calibrate"))
+    assert not answer.success and "wearable_node's ~/calibrate" in answer.message

@@ -38,10 +38,6 @@ CALIBRATION_PARAMS = (
         low=0.05,
         high=30.0,
     ),
-)
-SUIT_CALIBRATION_PARAMS = (
-    *CALIBRATION_PARAMS,
-    ParamSpec("calibration_pose", "tpose", "Pose held for ~/calibrate.", choices=POSES),
     ParamSpec(
         "calibration_max_pose_error",
         30.0,
@@ -49,6 +45,10 @@ SUIT_CALIBRATION_PARAMS = (
         low=1.0,
         high=180.0,
     ),
+)
+SUIT_CALIBRATION_PARAMS = (
+    *CALIBRATION_PARAMS,
+    ParamSpec("calibration_pose", "tpose", "Pose held for ~/calibrate.", choices=POSES),
 )
 
 
@@ -134,5 +134,65 @@ class SuitCalibrationServices:
         response.message = "suit calibration dropped" if had else "no suit calibration was applied"
         if had and self.params["calibration_file"]:
             response.message += f" (the file {self.params['calibration_file']} is kept)"
+        self.get_logger().info(response.message)
+        return response
+
+
+class RetargetCalibrationServices:
+    """Mixin for ik_node: ``~/calibrate`` (robot: the retargeting calibration from a held T-pose) and
+    ``~/reset`` (the IK starts over from the next sample)."""
+
+    calibration_window: PoseWindow | None = None
+
+    def _setup_retarget_calibration(self, p: dict[str, Any]) -> list[Any]:
+        self.calibration_window = PoseWindow(p["calibration_window"]) if self.retargeter is not None else None
+        trigger, _ = trigger_types()
+        return [
+            self.create_service(trigger, "~/calibrate", self._on_calibrate),
+            self.create_service(trigger, "~/reset", self._on_reset),
+        ]
+
+    def _record_for_calibration(self, links: Any) -> None:
+        if self.calibration_window is not None:
+            self.calibration_window.append(links.stamp_ns, links.names, links.positions, links.rotations)
+
+    def _on_calibrate(self, request: Any, response: Any) -> Any:
+        p = self.params
+        if self.retargeter is None:
+            response.success = False
+            response.message = (
+                f"{self.model_label} tracks the links as measured: calibrate the suit side instead "
+                "(wearable_node's ~/calibrate)"
+            )
+            return response
+        try:
+            average = self.calibration_window.average()
+            # the same stillness and T-pose checks as the suit's calibration (the result is not applied)
+            SuitCalibration.from_window(
+                average, "tpose", max_pose_error=math.radians(p["calibration_max_pose_error"])
+            )
+            poses = dict(
+                zip(average.names, zip(average.positions, average.rotations, strict=True), strict=True)
+            )
+            calibration = self.retargeter.calibrate(poses)
+            saved = calibration.save(p["calibration_file"]) if p["calibration_file"] else None
+        except (CalibrationError, ValueError, KeyError, OSError) as exc:
+            response.success, response.message = False, f"calibration refused: {exc}"
+            self.get_logger().error(response.message)
+            return response
+        if self.ik is not None:
+            self.retargeter.reset(self.ik.q)  # re-align onto the robot as it stands: no jump
+        response.success = True
+        response.message = (
+            f"retargeting calibration of {self.model_label} from {average.samples} T-pose samples: "
+            f"root scale {calibration.root_scale:.3f}" + (f"; saved to {saved}" if saved else "")
+        )
+        self.get_logger().info(response.message)
+        return response
+
+    def _on_reset(self, request: Any, response: Any) -> Any:
+        self.restart_stream()
+        response.success = True
+        response.message = "IK reset: the next sample starts it over (as after activation)"
         self.get_logger().info(response.message)
         return response

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.rolling import RollingSamples
 from dynik_ros.core.targets import InvalidMeasurementError, Measurements
 from dynik_ros.io import plausibility, stamp_guard
+from dynik_ros.nodes.calibration_services import RetargetCalibrationServices
 from dynik_ros.nodes.common import (
     RELIABLE_QOS,
     SENSOR_QOS,
@@ -73,7 +75,7 @@ LOCAL_REASONS = (
 _TF_NOTICE_GIVEN = False
 
 
-class IKNode(MarkerBuilder, DynikLifecycleNode):
+class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
     """Lifecycle node running :class:`DynamicalIK` on the link-state stream."""
 
     PARAMS = IK_PARAMS
@@ -113,6 +115,11 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
         self.solve_times = RollingSamples()
         self.callback_times = RollingSamples()
         self.errors = RollingSamples(width=4)  # rows (stamp_ns, mnte, omega rmse, pos rmse)
+        self.restart_stream()
+
+    def restart_stream(self) -> None:
+        """Forget the input stream (stamps, plausibility history, base odometry): the next sample starts
+        the IK over, as after activation (``~/reset``)."""
         params = getattr(self, "params", None) or {}
         self.stamps = stamp_guard.StampGuard(
             params.get("max_input_age", 0.5),
@@ -129,6 +136,7 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
         self._last_marker_ns = -(10**18)
         self._last_metrics_ns = -(10**18)
         self._odom: tuple[int, np.ndarray, np.ndarray] | None = None
+        self._latest = None
 
     def _configure(self, p: dict[str, Any]) -> None:
         self._clear()
@@ -168,6 +176,7 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
             self._entities.append(
                 self.create_subscription(Odometry, "/robot/base_odom", self._on_odom, SENSOR_QOS)
             )
+        self._entities += self._setup_retarget_calibration(p)
 
     def _load_human(self, p: dict[str, Any]) -> None:
         from dynik_ros.models.assets import human_tracking_targets, urdf_path
@@ -199,8 +208,13 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
                 f"robot retargeting is not available in this installation (dynik_ros.retarget: {exc})",
             ) from None
         source = p["config_file"] or p["robot"]
+        saved = p["calibration_file"]
         try:
-            self.retargeter = Retargeter.from_config(source)
+            if saved and Path(saved).expanduser().is_file():
+                self.retargeter = Retargeter.from_config(source, calibration=Path(saved).expanduser())
+                self.get_logger().info(f"retargeting calibration loaded from {saved}")
+            else:
+                self.retargeter = Retargeter.from_config(source)
         except FileNotFoundError as exc:
             raise ConfigError("config_file" if p["config_file"] else "robot", str(exc)) from None
         except (KeyError, ValueError) as exc:
@@ -324,6 +338,7 @@ class IKNode(MarkerBuilder, DynikLifecycleNode):
             self.stamps.last_ns = self._last_ns  # a refused sample does not move the stream's reference
             self._reject(reason, detail)
             return
+        self._record_for_calibration(links)
         if verdict == stamp_guard.REBASED or reason == "rebased":
             self.rebased += 1
             self.get_logger().warning(f"input re-based: {detail}")
