@@ -201,7 +201,7 @@ def test_units_that_fit_no_human_are_refused(tmp_path, walk):
     giant.positions = giant.positions * 5.0  # an 8.75 m subject in metres
     reference = {s: (5.0 * p, r) for s, (p, r) in human_tpose().items()}
     path = write_bvh(giant, tmp_path / "giant.bvh", names=MAPS["mvn"], unit="m", reference=reference)
-    with pytest.raises(BvhError, match=r"no unit \(m, cm, inch, mm\) makes it a human"):
+    with pytest.raises(BvhError, match=r"no unit \(m, cmu, cm, inch, mm\) makes it a human"):
         read_bvh(path)
 
 
@@ -214,3 +214,30 @@ def test_pelvis_at_zero_is_put_on_the_floor(tmp_path):
     assert any("floor" in n and "shifted" in n for n in motion.notices)
     pick = [list(stand.links).index(s) for s in XSENS_SEGMENTS]
     np.testing.assert_allclose(motion.positions, stand.positions[:, pick], atol=0.01)
+
+
+def test_tpose_frame_is_the_reference_when_the_rest_pose_is_not_a_tpose(tmp_path):
+    """Rest pose with the arms 70 deg down and the subject in T-pose at frame 0: the segment frames come
+    from frame 0 (exact up to how far frame 0 itself is from the ideal T-pose), frame 0 becomes the
+    calibration frame and leaves the take."""
+    from scipy.spatial.transform import Rotation as R
+
+    stand = synthetic_human_motion("tpose", duration=0.5, rate=60.0)
+    pick = [list(stand.links).index(s) for s in XSENS_SEGMENTS]
+    truth_p, truth_r = stand.positions[:, pick], stand.rotations[:, pick]
+    stand.positions, stand.rotations, stand.links = truth_p, truth_r, list(XSENS_SEGMENTS)
+    reference = dict(human_tpose())
+    for side, sign in (("Right", 1.0), ("Left", -1.0)):
+        pivot = reference[side + "UpperArm"][0]
+        rot = R.from_rotvec([sign * math.radians(70.0), 0.0, 0.0]).as_matrix()
+        for seg in ("UpperArm", "ForeArm", "Hand"):
+            p, r = reference[side + seg]
+            reference[side + seg] = (pivot + rot @ (p - pivot), rot @ r)
+    path = write_bvh(stand, tmp_path / "t.bvh", names=MAPS["mvn"], reference=reference)
+    motion = read_bvh(path, tpose_frame=0, check=False)
+    assert len(motion) == len(truth_p) - 1 and "tpose" in motion.calibration
+    assert not any("not a T-pose" in n for n in motion.notices)
+    frame0_off = _angle_deg(truth_r[0], np.broadcast_to(np.eye(3), truth_r[0].shape))  # per segment
+    err = _angle_deg(motion.rotations, truth_r[1:])
+    assert np.all(err <= frame0_off[None] + 1e-3)
+    np.testing.assert_allclose(motion.positions, truth_p[1:], atol=2e-6)

@@ -83,3 +83,25 @@ def test_pelvis_at_zero_is_reported_and_shifted(tmp_path, capsys):
     assert "position RMSE" in out
     code, out, err = _run(capsys, path, "--floor", "report", "--out", tmp_path / "out2")
     assert "not shifted" in err
+
+
+REAL_EXCERPT = __import__("pathlib").Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
+
+
+def test_real_cmu_walk_excerpt_retargets_to_g1_inside_its_limits(tmp_path, capsys):
+    """1.5 s of a real optical-mocap walk (CMU 131_01, test/data/README.md): skeleton, unit and
+    up axis detected, rest pose turned onto the T-pose with a notice, L5/T12 derived; G1 stays inside
+    its position and velocity limits (exit status 0 checks both on the output's finite differences)."""
+    from dynik_ros.io.bvh import read_bvh
+
+    motion = read_bvh(REAL_EXCERPT)
+    assert "skeleton cmu_max, cmu, y-up, 120 Hz" in motion.source
+    assert len(motion) == 180
+    assert 1.5 < float(np.median(motion.positions[:, 0, 2])) + 0.8 < 1.9  # pelvis 0.7-1.1 m above the floor
+    speed = np.linalg.norm(motion.linear_velocities[:, 0, :2], axis=-1)
+    assert 0.6 < float(np.median(speed)) < 2.0  # a walk
+    code, out, err = _run(capsys, REAL_EXCERPT, "--out", tmp_path / "out")
+    assert code == 0, out + err
+    assert "limit violation (tolerance 1e-6 rad)         0.0e+00 rad" in out
+    assert "joint-samples above the velocity limit       0" in out
+    assert "rest pose is not a T-pose" in err and "['L5', 'T12']" in err

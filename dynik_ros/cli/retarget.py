@@ -535,7 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--skeleton", help="BVH skeleton map: cmu, lafan1, mixamo, mvn or a YAML path (default: detected)"
     )
     parser.add_argument(
-        "--unit", choices=("m", "cm", "inch", "mm"), help="BVH length unit (default: detected)"
+        "--unit", choices=("m", "cmu", "cm", "inch", "mm"), help="BVH length unit (default: detected)"
     )
     parser.add_argument("--tpose-frame", type=int, help="BVH frame where the subject stands in T-pose")
     parser.add_argument(

@@ -9,18 +9,19 @@ the listed order (``Zrotation Xrotation Yrotation`` is ``Rz Rx Ry``), degrees.
 World frame: BVH is Y-up; the poses are turned to REP 103 Z-up with ``x_new = z, y_new = x, z_new = y``
 (a file whose rest skeleton already stands along z is taken as Z-up and left as it is). Units: the
 stature from the legs (:func:`dynik_ros.io.capture_checks.leg_stature`) picks metres, centimetres,
-inches or millimetres (a human is 1.4-2.1 m); ``unit=`` overrides.
+inches, millimetres or CMU's ASF unit (inches / 0.45) -- a human is 1.4-2.1 m, and no two of these
+ratios are close enough to be confused -- ``unit=`` overrides.
 
 Mapping (``config/skeletons/*.yaml``, or a YAML path of the same form): ``segments: {Xsens segment: BVH
 joint}``. The skeleton is detected from the joint names (most mapped joints present; a ``prefix:`` such
 as ``mixamorig:`` is ignored). Segment poses: the segment's origin is its joint's world position; its
 orientation is the joint's world rotation relative to the reference pose, times the segment's orientation
 in the reference pose, ``S_j(t) = W_j(t) W_j(ref)^T A_j``. The reference is the rest pose (all channels
-zero) or a frame given as ``tpose_frame``; in a T-pose every Xsens segment frame is aligned with the world
-(x forward, z up) turned to the subject's heading, so ``A_j = Rz(heading)``. When the reference is not a
-T-pose (a limb more than 15 deg off), ``A_j`` also carries the shortest rotation taking the reference
-bone direction onto its T-pose direction (twist about the bone left as in the reference) with a notice:
-pass a T-pose frame for exact frames.
+zero), or the frame given as ``tpose_frame`` when the rest pose is not a T-pose. In a T-pose every Xsens
+segment frame is aligned with the world (x forward, z up) turned to the subject's heading, so
+``A_j = Rz(heading)``. When the reference is not a T-pose (a limb more than 15 deg off), ``A_j`` also
+carries the shortest rotation taking the reference bone direction onto its T-pose direction (twist about
+the bone left as in the reference) with a notice: pass a T-pose frame for exact frames.
 
 Segments the skeleton lacks are derived, with one notice listing them: a segment between two mapped ones
 of its chain (spine L3/T12, a clavicle, a neck) is interpolated, position by the Human66 proportions of
@@ -61,7 +62,7 @@ from dynik_ros.io.skeleton_map import (
 from dynik_ros.models.segments import XSENS_SEGMENTS
 
 Y_UP_TO_Z_UP = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
-UNITS = {"m": 1.0, "cm": 0.01, "inch": 0.0254, "mm": 0.001}
+UNITS = {"m": 1.0, "cmu": 0.0254 / 0.45, "cm": 0.01, "inch": 0.0254, "mm": 0.001}  # cmu: CMU's ASF unit
 
 class BvhError(ValueError):
     """A BVH file that cannot be read: the file, the line or frame and the reason, on one line."""
@@ -108,7 +109,9 @@ def parse_bvh(path: str | Path) -> BvhData:
     except OSError as exc:
         raise BvhError(f"{path}: cannot read: {exc}") from None
     lines = text.splitlines()
-    tokens: list[tuple[str, int]] = [(tok, n + 1) for n, line in enumerate(lines) for tok in line.split()]
+    end = next((n for n, line in enumerate(lines) if line.strip().upper() == "MOTION"), len(lines) - 1)
+    hierarchy = enumerate(lines[: end + 1])
+    tokens: list[tuple[str, int]] = [(tok, n + 1) for n, line in hierarchy for tok in line.split()]
     pos = 0
 
     def fail(message: str, line: int | None = None) -> BvhError:
@@ -298,10 +301,10 @@ def read_bvh(
     """Read a BVH file into a :class:`HumanMotion` of the 23 Xsens segments (module docstring).
 
     ``skeleton``: a map name (``cmu``, ``lafan1``, ``mixamo``, ``mvn``) or YAML path (default: detected);
-    ``unit``: ``m``/``cm``/``inch``/``mm`` (default: detected from the stature); ``up``: ``y`` or ``z``
-    (default: detected from the rest skeleton); ``tpose_frame``: a frame where the subject stands in
-    T-pose, used as the reference of the segment frames and as ``motion.calibration["tpose"]``; frame 0
-    (where MVN's BVH export writes its T-pose) is then left out of the take.
+    ``unit``: ``m``/``cmu``/``cm``/``inch``/``mm`` (default: detected from the stature); ``up``: ``y`` or
+    ``z`` (default: detected from the rest skeleton); ``tpose_frame``: a frame where the subject stands
+    in T-pose: ``motion.calibration["tpose"]``, and the reference of the segment frames when the rest pose
+    is not a T-pose; frame 0 (where MVN's BVH export writes its T-pose) is then left out of the take.
     """
     data = parse_bvh(path)
     name = str(path)
@@ -324,12 +327,8 @@ def read_bvh(
     require_finite(name, "channel value", data.values)
     pos_b, rot_b = forward_kinematics(data)
     rest_pos, rest_rot = forward_kinematics(data, _rest_values(data))
-    if tpose_frame is not None:
-        if not 0 <= tpose_frame < len(data.values):
-            raise BvhError(f"{name}: tpose_frame {tpose_frame} outside 0..{len(data.values) - 1}")
-        ref_pos, ref_rot = pos_b[tpose_frame : tpose_frame + 1], rot_b[tpose_frame : tpose_frame + 1]
-    else:
-        ref_pos, ref_rot = rest_pos, rest_rot
+    if tpose_frame is not None and not 0 <= tpose_frame < len(data.values):
+        raise BvhError(f"{name}: tpose_frame {tpose_frame} outside 0..{len(data.values) - 1}")
 
     # up axis and the turn to REP 103
     if up is None:
@@ -344,7 +343,23 @@ def read_bvh(
         return p @ turn.T, turn @ r @ turn.T
 
     pos_w, rot_w = to_world(pos_b[:, cols], rot_b[:, cols])
-    ref_p, ref_r = to_world(ref_pos[:, cols], ref_rot[:, cols])
+    # the reference of the segment frames: the rest pose when it is a T-pose, else the T-pose frame if given
+    from dynik_ros.io.capture_checks import POSE_WARN_DEG, pose_angles
+
+    rest_p, rest_r = to_world(rest_pos[:, cols], rest_rot[:, cols])
+
+    def t_pose_error(p: np.ndarray) -> dict[str, float]:
+        positions = {s: p[i] for i, s in enumerate(mapped)}
+        angles = pose_angles({s: (positions[s], _rz(_heading(positions))) for s in mapped})
+        return {k: v for k, v in angles.items() if v > POSE_WARN_DEG}
+
+    rest_off = t_pose_error(rest_p[0])
+    if rest_off and tpose_frame is not None:
+        ref_p, ref_r = pos_w[tpose_frame : tpose_frame + 1], rot_w[tpose_frame : tpose_frame + 1]
+        which = f"frame {tpose_frame}"
+    else:
+        ref_p, ref_r = rest_p, rest_r
+        which = "rest pose"
 
     # units from the stature
     from dynik_ros.io.capture_checks import STATURE_RANGE, leg_stature
@@ -366,14 +381,9 @@ def read_bvh(
     yaw = _heading(ref_positions)
     unturn = _rz(-yaw)
     tpose = _human66_tpose()
-    from dynik_ros.io.capture_checks import POSE_WARN_DEG, pose_angles
-
-    ref_poses = {s: (ref_p[0, i], np.eye(3)) for i, s in enumerate(mapped)}
-    angles = pose_angles(ref_poses)
-    off = {k: v for k, v in angles.items() if v > POSE_WARN_DEG}
+    off = t_pose_error(ref_p[0])
     align = {s: _rz(yaw) for s in mapped}
     if off:
-        which = "rest pose" if tpose_frame is None else f"frame {tpose_frame}"
         notices.append(
             f"{name}: the {which} is not a T-pose ({', '.join(f'{k} {v:.0f} deg' for k, v in off.items())}): "
             "segment frames turned by the shortest rotation onto the T-pose directions; pass a T-pose frame "
@@ -432,8 +442,8 @@ def _unit_from_stature(stature: float | None, name: str) -> str:
         if lo * 0.85 <= stature * factor <= hi * 1.15:
             return unit
     raise BvhError(
-        f"{name}: the legs give a stature of {stature:.4g} file units: no unit (m, cm, inch, mm) makes it a "
-        "human's 1.4-2.1 m; pass unit="
+        f"{name}: the legs give a stature of {stature:.4g} file units: no unit (m, cmu, cm, inch, mm) "
+        "makes it a human's 1.4-2.1 m; pass unit="
     )
 
 

@@ -1,0 +1,200 @@
+"""Real motion captures through the readers and the retargeter: figures per file, and the speed target.
+
+    .venv/bin/python benchmarks/real_captures.py FILE [FILE ...] [--robot g1] [--tpose-frame K]
+    .venv/bin/python benchmarks/real_captures.py --pair TAKE.mvnx TAKE.bvh     # same take, two formats
+    .venv/bin/python benchmarks/real_captures.py --speed 60                    # 60 s at 120 Hz, one core
+    .venv/bin/python benchmarks/real_captures.py --quick                       # the committed CMU excerpt
+
+Files are not downloaded here (this repository only keeps what its licence allows, test/data/README.md);
+pass paths to captures you fetched, e.g. ``resources/131_01.bvh`` of github.com/yuki-koyama/bvh11 (CMU,
+free for research and commercial use), ``io_anim_mvnx_utest/data/test_mocap.mvnx`` and ``test_mocap.bvh``
+of github.com/andres-fr/blender-mvnx-io (GPL-3.0), LAFAN1 BVHs (CC BY-NC-ND: read, never copied).
+
+Per file: format, frames, rate, read time, the readers' notices (floor, derived segments, units, rest
+pose), for MVNX the angular-velocity frame check (the file's ``angularVelocity`` against the world- and
+body-frame finite differences of its orientations), then ``dynik-retarget`` on the robot: MNTE, limit
+violation, velocity-limit breaches, wall time. ``--pair`` compares an MVNX file with MVN's BVH export of the
+same take (frame 0 of the BVH is MVN's T-pose): position and orientation differences per segment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+import sys
+import tempfile
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+EXCERPT = ROOT / "test" / "data" / "cmu_131_01_walk_excerpt.bvh"
+
+
+def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    from scipy.spatial.transform import Rotation
+
+    rel = np.swapaxes(a, -1, -2) @ b
+    return np.degrees(Rotation.from_matrix(rel.reshape(-1, 3, 3)).magnitude().reshape(rel.shape[:-2]))
+
+
+def angular_velocity_frame(motion) -> tuple[float, float, float]:
+    """RMS of (file - world finite difference), (file - body finite difference), and of the signal."""
+    from dynik_ros.io.human_motion import finite_difference_twists
+
+    _, world = finite_difference_twists(motion.times, motion.positions, motion.rotations)
+    body = np.einsum("nlji,nlj->nli", motion.rotations, world)
+    inner = slice(1, -1)
+    w = motion.angular_velocities[inner]
+
+    def rms(x: np.ndarray) -> float:
+        return float(np.sqrt(np.mean(x**2)))
+
+    return rms(w - world[inner]), rms(w - body[inner]), rms(world[inner])
+
+
+def retarget(path: Path, robot: str, extra: list[str]) -> tuple[int, dict[str, str], float]:
+    from dynik_ros.cli import retarget as cli
+
+    with tempfile.TemporaryDirectory() as out:
+        buf_out, buf_err = io.StringIO(), io.StringIO()
+        start = time.perf_counter()
+        with redirect_stdout(buf_out), redirect_stderr(buf_err):
+            code = cli.main(
+                [str(path), "--robot", robot, "--out", out, "--no-bag", "--no-plots", "--quiet"] + extra
+            )
+        wall = time.perf_counter() - start
+    rows = {}
+    for line in buf_out.getvalue().splitlines():
+        m = re.match(r"(.{44}) (.+)", line)
+        if m and m.group(1).strip():
+            rows[m.group(1).strip()] = m.group(2).strip()
+    if code == 2:
+        rows["error"] = buf_err.getvalue().strip().splitlines()[-1]
+    return code, rows, wall
+
+
+def report_file(path: Path, robot: str, tpose_frame: int | None) -> None:
+    from dynik_ros.io.motion_files import detect_format, read_motion_file
+
+    fmt = detect_format(path)
+    options = {"tpose_frame": tpose_frame} if fmt == "bvh" and tpose_frame is not None else {}
+    start = time.perf_counter()
+    motion = read_motion_file(path, fmt, **options)
+    read_s = time.perf_counter() - start
+    duration = float(motion.times[-1] - motion.times[0])
+    print(f"\n== {path}")
+    print(f"  {motion.source}")
+    print(f"  {len(motion)} frames, {duration:.2f} s, read + checked in {read_s:.2f} s")
+    for notice in motion.notices:
+        print(f"  notice: {notice}")
+    if fmt == "mvnx":
+        world, body, signal = angular_velocity_frame(motion)
+        print(
+            f"  angularVelocity vs finite differences of the orientations: world-frame RMS {world:.3f}, "
+            f"body-frame RMS {body:.3f} rad/s (signal RMS {signal:.3f}) -> "
+            + ("world" if world < body else "body")
+        )
+    extra = ["--tpose-frame", str(tpose_frame)] if tpose_frame is not None and fmt == "bvh" else []
+    code, rows, wall = retarget(path, robot, extra)
+    keys = (
+        "MNTE, eq. (15): mean / p95 / max",
+        "position RMSE: mean",
+        "limit violation (tolerance 1e-6 rad)",
+        "joint-samples above the velocity limit",
+        "samples within 1 deg of a limit",
+        "largest orientation error (link)",
+        "wall time (targets + IK + metrics)",
+    )
+    print(f"  dynik-retarget {robot}: exit {code}, {wall:.2f} s in all")
+    for key in keys:
+        if key in rows:
+            print(f"    {key:<42} {rows[key]}")
+    if "error" in rows:
+        print(f"    {rows['error']}")
+
+
+def report_pair(mvnx: Path, bvh: Path) -> None:
+    from dynik_ros.io.bvh import read_bvh
+    from dynik_ros.io.mvnx import read_mvnx
+    from dynik_ros.models.segments import XSENS_SEGMENTS
+
+    m = read_mvnx(mvnx, check=False)
+    b = read_bvh(bvh, tpose_frame=0, check=False)  # MVN writes its T-pose as the BVH's frame 0
+    n = min(len(m), len(b))
+    rel_m = m.positions[:n] - m.positions[:n, :1]
+    rel_b = b.positions[:n] - b.positions[:n, :1]
+    dpos = np.linalg.norm(rel_m - rel_b, axis=-1) * 1e3
+    drot = _angle_deg(m.rotations[:n], b.rotations[:n])
+    print(
+        f"\n== same take: {mvnx.name} (MVNX reader) vs {bvh.name} (BVH reader, rest pose = identity frames)"
+    )
+    print(
+        f"  {n} frames; positions relative to the pelvis [mm], orientations [deg]: median / max per segment"
+    )
+    for i, s in enumerate(XSENS_SEGMENTS):
+        print(
+            f"    {s:<14} {np.median(dpos[:, i]):6.1f} / {dpos[:, i].max():6.1f} mm   "
+            f"{np.median(drot[:, i]):5.2f} / {drot[:, i].max():5.2f} deg"
+        )
+
+
+def speed_target(seconds: float, rate: float, robot: str) -> None:
+    """Write a synthetic walk of ``seconds`` at ``rate`` as BVH and MVNX, then time reading + retargeting
+    (the issue's target: a 60 s, 120 Hz capture in <= 10 s on one core)."""
+    from dynik_ros.io.bvh import builtin_skeleton_maps, write_bvh
+    from dynik_ros.io.mvnx import write_mvnx
+    from dynik_ros.retarget.human import synthetic_human_motion
+
+    walk = synthetic_human_motion("walking", duration=seconds, rate=rate)
+    names = {m.name: m.segments for m in builtin_skeleton_maps()}["cmu"]
+    with tempfile.TemporaryDirectory() as tmp:
+        files = [
+            write_bvh(walk, Path(tmp) / "walk.bvh", names=names),
+            write_mvnx(walk, Path(tmp) / "walk.mvnx"),
+        ]
+        print(
+            f"\n== speed: synthetic walk, {seconds:g} s at {rate:g} Hz ({len(walk.times)} frames), {robot}"
+        )
+        for path in files:
+            from dynik_ros.io.motion_files import read_motion_file
+
+            start = time.perf_counter()
+            read_motion_file(path)
+            read_s = time.perf_counter() - start
+            code, rows, wall = retarget(path, robot, ["--settle", "0.2"])
+            print(
+                f"  {path.suffix:<6} {path.stat().st_size / 1e6:6.1f} MB: read + checks {read_s:5.2f} s; "
+                f"dynik-retarget (read + retarget + summary, no bag/plots) {wall:5.2f} s, exit {code}"
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="*", type=Path)
+    parser.add_argument("--robot", default="g1")
+    parser.add_argument("--tpose-frame", type=int)
+    parser.add_argument("--pair", nargs=2, type=Path, metavar=("MVNX", "BVH"))
+    parser.add_argument("--speed", type=float, metavar="SECONDS", help="time a synthetic walk this long")
+    parser.add_argument("--rate", type=float, default=120.0, help="rate of --speed, Hz")
+    parser.add_argument("--quick", action="store_true", help="the committed CMU excerpt only")
+    args = parser.parse_args(argv)
+    files = list(args.files) + (
+        [EXCERPT] if args.quick or not (args.files or args.pair or args.speed) else []
+    )
+    for path in files:
+        report_file(path, args.robot, args.tpose_frame)
+    if args.pair:
+        report_pair(*args.pair)
+    if args.speed:
+        speed_target(args.speed, args.rate, args.robot)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
