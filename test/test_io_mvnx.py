@@ -183,3 +183,10 @@ def test_calibration_pose_check_measures_the_arm_angle():
     with pytest.raises(CaptureError, match=r"frame 0: not a T-pose: .* 85 deg .*N-pose.*refused above 35"):
         check_calibration_pose(npose, "frame 0")
     assert "85 deg" in check_calibration_pose(npose, "frame 0", force=True)
+
+
+def test_positions_in_centimetres_are_refused_naming_the_unit(tmp_path):
+    cm = synthetic_human_motion("walking", duration=0.5, rate=60.0)
+    cm.positions = cm.positions * 100.0
+    with pytest.raises(CaptureError, match=r"cm\.mvnx: the legs give a stature of 175 .*look like centimetres"):
+        read_mvnx(write_mvnx(cm, tmp_path / "cm.mvnx"))
