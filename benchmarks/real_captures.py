@@ -168,9 +168,11 @@ def speed_target(seconds: float, rate: float, robot: str) -> None:
             read_motion_file(path)
             read_s = time.perf_counter() - start
             code, rows, wall = retarget(path, robot, ["--settle", "0.2"])
+            ik_part = rows.get("wall time (targets + IK + metrics)")
             print(
                 f"  {path.suffix:<6} {path.stat().st_size / 1e6:6.1f} MB: read + checks {read_s:5.2f} s; "
-                f"dynik-retarget (read + retarget + summary, no bag/plots) {wall:5.2f} s, exit {code}"
+                f"dynik-retarget {wall:5.2f} s in all (IK part {ik_part}"
+                f", step p50/p99/max {rows.get('IK step p50 / p99 / max')}), exit {code}"
             )
 
 
