@@ -42,7 +42,7 @@ SHARE = Path(__file__).resolve().parents[1]
 
 HUMAN_MODELS = ("human66", "human48")
 ROBOTS = ("g1", "icub", "talos")
-SOURCES = ("synthetic", "bag", "xsens")
+SOURCES = ("synthetic", "bag", "xsens", "file")
 SCENARIOS = ("walking", "running", "tpose")
 INTERFACES = ("joint_trajectory", "forward_command")
 
@@ -74,7 +74,8 @@ ARGUMENTS: dict[str, tuple[str | None, str, Sequence[str] | None]] = {
     ),
     "source": (
         "synthetic",
-        "Where wearable_node takes link states from: a synthetic motion, a bag, or a live Xsens MVN stream.",
+        "Where wearable_node takes link states from: a synthetic motion, a bag, a live Xsens MVN stream, "
+        "or a capture file (MVNX, BVH, .npz).",
         SOURCES,
     ),
     "scenario": ("walking", "Synthetic motion played by wearable_node when source:=synthetic.", SCENARIOS),
@@ -85,6 +86,7 @@ ARGUMENTS: dict[str, tuple[str | None, str, Sequence[str] | None]] = {
         "rosbag2 bag (directory, .mcap or .db3) with /human/link_states (source:=bag; replay.launch.py).",
         None,
     ),
+    "file_path": ("", "Capture file (.mvnx, .bvh or .npz; format from the content) for source:=file.", None),
     "xsens_host": (
         "0.0.0.0",
         "Local address wearable_node binds for the MVN UDP stream (source:=xsens).",
@@ -440,6 +442,11 @@ def pipeline(
                 raise RuntimeError("source:=bag needs bag_path:=<rosbag2 directory or file>")
             wearable["bag_path"] = existing_file(args["bag_path"], "bag_path")
             wearable["duration"] = 0.0  # the whole bag (wearable_node's default stops after 10 s)
+        if args["source"] == "file":
+            if not args.get("file_path"):
+                raise RuntimeError("source:=file needs file_path:=<.mvnx, .bvh or .npz capture file>")
+            wearable["file_path"] = existing_file(args["file_path"], "file_path")
+            wearable["duration"] = 0.0  # the whole take
     out_bag = args.get("out_bag", "") if replay else ""
     if out_bag:
         # ros2 bag record subscribes once it discovers the topics: give it a head start.

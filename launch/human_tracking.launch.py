@@ -26,6 +26,7 @@ ARGUMENTS = (
     "rate",
     "loop",
     "bag_path",
+    "file_path",
     "xsens_host",
     "xsens_port",
     "xsens_character",

@@ -188,5 +188,5 @@ def test_calibration_pose_check_measures_the_arm_angle():
 def test_positions_in_centimetres_are_refused_naming_the_unit(tmp_path):
     cm = synthetic_human_motion("walking", duration=0.5, rate=60.0)
     cm.positions = cm.positions * 100.0
-    with pytest.raises(CaptureError, match=r"cm\.mvnx: the legs give a stature of 175 .*look like centimetres"):
+    with pytest.raises(CaptureError, match=r"cm\.mvnx: the legs give a stature of 175 .*centimetres"):
         read_mvnx(write_mvnx(cm, tmp_path / "cm.mvnx"))
