@@ -241,3 +241,17 @@ def test_tpose_frame_is_the_reference_when_the_rest_pose_is_not_a_tpose(tmp_path
     err = _angle_deg(motion.rotations, truth_r[1:])
     assert np.all(err <= frame0_off[None] + 1e-3)
     np.testing.assert_allclose(motion.positions, truth_p[1:], atol=2e-6)
+
+
+def test_a_users_skeleton_map_yaml(tmp_path, walk):
+    """Joint names no built-in map knows, mapped by the user's YAML (and a bad map named on one line)."""
+    names = {s: f"bone_{i:02d}" for i, s in enumerate(XSENS_SEGMENTS)}
+    path = write_bvh(walk, tmp_path / "odd.bvh", names=names)
+    mapping = tmp_path / "odd.yaml"
+    mapping.write_text("name: odd\nsegments:\n" + "".join(f"  {s}: {j}\n" for s, j in names.items()))
+    motion = read_bvh(path, skeleton=mapping, check=False)
+    assert "skeleton odd" in motion.source
+    np.testing.assert_allclose(motion.positions, walk.positions, atol=2e-6)
+    mapping.write_text("name: odd\nsegments:\n  Pelvis: bone_00\n  LeftElbow: bone_13\n")
+    with pytest.raises(SkeletonMapError, match=r"odd\.yaml: segments: \['LeftElbow'\] are not Xsens"):
+        read_bvh(path, skeleton=mapping)

@@ -246,7 +246,7 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
         ParamSpec(
             "duration",
             10.0,
-            "Synthetic motion length [s]; for a bag, the longest span replayed (0 = all).",
+            "Synthetic motion length [s]; for a bag or a file, the longest span replayed (0 = all).",
             low=0.0,
             high=86400.0,
         ),
