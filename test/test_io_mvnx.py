@@ -190,3 +190,9 @@ def test_positions_in_centimetres_are_refused_naming_the_unit(tmp_path):
     cm.positions = cm.positions * 100.0
     with pytest.raises(CaptureError, match=r"cm\.mvnx: the legs give a stature of 175 .*centimetres"):
         read_mvnx(write_mvnx(cm, tmp_path / "cm.mvnx"))
+
+
+def test_upper_body_configuration_is_noticed(tmp_path, walk):
+    motion = read_mvnx(write_mvnx(walk, tmp_path / "upper.mvnx", configuration="UpperBody"), check=False)
+    assert any("'UpperBody': the legs are not measured" in n for n in motion.notices)
+    assert "UpperBody" in motion.source

@@ -148,6 +148,11 @@ def read_mvnx(path: str | Path, check: bool = True) -> HumanMotion:
     extra = [s for s in labels if s not in XSENS_SEGMENTS]
     if extra:
         notices.append(f"{path}: ignored {len(extra)} segments outside the 23 Xsens ones: {extra}")
+    if configuration and "upper" in configuration.lower():
+        notices.append(
+            f"{path}: MVN configuration '{configuration}': the legs are not measured (the pelvis is held, "
+            "typically at z = 0)"
+        )
     pick = np.array([labels.index(s) for s in XSENS_SEGMENTS])
     n, count = n_normal, len(labels)
 
