@@ -105,3 +105,37 @@ def test_real_cmu_walk_excerpt_retargets_to_g1_inside_its_limits(tmp_path, capsy
     assert "limit violation (tolerance 1e-6 rad)         0.0e+00 rad" in out
     assert "joint-samples above the velocity limit       0" in out
     assert "rest pose is not a T-pose" in err and "['L5', 'T12']" in err
+
+
+def _replace_line(lines: list[str], k: int, text: str) -> bytes:
+    return "\n".join(lines[:k] + [text] + lines[k + 1 :]).encode()
+
+
+def _hostile_files(tmp_path, walk) -> dict[str, object]:
+    names = {m.name: m.segments for m in builtin_skeleton_maps()}["mvn"]
+    mvnx = write_mvnx(walk, tmp_path / "good.mvnx").read_bytes()
+    bvh = write_bvh(walk, tmp_path / "good.bvh", names=names).read_text().splitlines()
+    motion_at = bvh.index("MOTION")
+    files = {
+        "empty.mvnx": b"",
+        "garbage.bvh": bytes(range(256)),
+        "truncated.mvnx": mvnx[: len(mvnx) // 3],
+        "truncated.bvh": "\n".join(bvh[:-5]).encode(),
+        "channels.bvh": _replace_line(bvh, motion_at + 4, bvh[motion_at + 4] + " 1.0"),
+        "nan.bvh": _replace_line(bvh, motion_at + 6, " ".join(["nan"] + bvh[motion_at + 6].split()[1:])),
+    }
+    cm = synthetic_human_motion("walking", duration=0.5, rate=60.0)
+    cm.positions = cm.positions * 100.0
+    files["centimetres.mvnx"] = write_mvnx(cm, tmp_path / "cm.mvnx").read_bytes()
+    return files
+
+
+def test_hostile_capture_files_give_one_line_and_exit_status_2(tmp_path, capsys, walk):
+    for name, content in _hostile_files(tmp_path, walk).items():
+        path = tmp_path / name
+        path.write_bytes(content)
+        code, _, err = _run(capsys, path, "--out", tmp_path / "out")
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2, (name, err)
+        assert len(lines) == 1 and lines[0].startswith("dynik-retarget: error:"), (name, err)
+        assert name in lines[0] and "Traceback" not in err, (name, lines[0])

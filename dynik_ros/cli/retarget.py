@@ -575,6 +575,8 @@ def _read_motion_file(args: argparse.Namespace) -> HumanMotion:
         raise InputFileError(f"cannot read {path} as a .npz motion file: it is {describe(found)}{hint}")
     if args.input is not None and found == "bag":
         raise InputFileError(f"{path} is a rosbag2: pass it with --bag")
+    if args.input is not None and found is None:
+        raise InputFileError(f"cannot read {path}: {describe(found)}")
     try:
         if args.input is not None:
             options = {"floor": args.floor}
@@ -585,13 +587,15 @@ def _read_motion_file(args: argparse.Namespace) -> HumanMotion:
     except Exception as exc:  # noqa: BLE001 - a reader's own error types vary (rosbags, zipfile, numpy)
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         kind = (
-            "rosbag2"
+            "a rosbag2"
             if args.bag is not None
-            else ".npz motion file"
+            else "a .npz motion file"
             if args.npz is not None
             else describe(found)
         )
-        raise InputFileError(f"cannot read {path} as a {kind}: {reason} ({type(exc).__name__})") from exc
+        if reason.startswith(f"{path}: "):  # the capture readers name the file themselves
+            reason = reason[len(f"{path}: ") :]
+        raise InputFileError(f"cannot read {path} as {kind}: {reason} ({type(exc).__name__})") from exc
 
 
 def _calibrate(retargeter: Any, poses: dict, where: str, force: bool) -> None:
