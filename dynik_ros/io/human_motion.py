@@ -9,6 +9,7 @@ of named human links with their stamps. ``.npz`` layout: ``times (N,)``, ``links
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,3 +138,45 @@ def _ordered(motion: HumanMotion, differentiate: bool = False) -> HumanMotion:
         motion.calibration,
         motion.notices,
     )
+
+
+def savgol(values: np.ndarray, length: int, order: int, deriv: int = 0, delta: float = 1.0) -> np.ndarray:
+    """Savitzky-Golay filter along axis 0: the ``deriv``-th derivative of the degree-``order`` polynomial
+    fitted by least squares to each ``length``-sample window (odd), evaluated at the window's centre; the
+    first and last half windows use the polynomial of the first / last full window."""
+    values = np.asarray(values, dtype=float)
+    n, half = len(values), length // 2
+    x = np.arange(length) - half
+    vander = np.vander(x, order + 1, increasing=True)  # (length, order+1)
+    fit = np.linalg.pinv(vander)  # (order+1, length): polynomial coefficients from the window
+    scale = math.factorial(deriv) / delta**deriv
+    flat = values.reshape(n, -1)
+    windows = np.lib.stride_tricks.sliding_window_view(flat, length, axis=0)  # (n-length+1, F, length)
+    out = np.empty_like(flat)
+    out[half : n - half] = scale * windows @ fit[deriv]
+    # edges: derivative of the end windows' polynomials at the edge samples
+    for block, positions, rows in ((flat[:length], x[:half], slice(0, half)),
+                                   (flat[-length:], x[length - half:], slice(n - half, n))):  # fmt: skip
+        coef = fit @ block  # (order+1, F)
+        basis = np.zeros((len(positions), order + 1))
+        for k in range(deriv, order + 1):
+            falling = math.factorial(k) / math.factorial(k - deriv)
+            basis[:, k] = falling * positions.astype(float) ** (k - deriv)
+        out[rows] = basis @ coef / delta**deriv
+    return out.reshape(values.shape)
+
+
+def smoothed_twists(
+    times: np.ndarray, positions: np.ndarray, rotations: np.ndarray, window: float = 0.2
+) -> tuple[np.ndarray, np.ndarray]:
+    """World linear and angular velocities ``(N, L, 3)``: Savitzky-Golay (cubic) derivative of the
+    positions; ``log(R_{k+1} R_{k-1}^T) / (t_{k+1} - t_{k-1})`` smoothed by the same window."""
+    n = len(times)
+    linear, angular = finite_difference_twists(times, positions, rotations)
+    dt = float(np.median(np.diff(times))) if n > 1 else 1.0
+    length = max(5, int(round(window / dt)) | 1)
+    if n < length:
+        return linear, angular
+    linear = savgol(positions, length, 3, deriv=1, delta=dt)
+    angular = savgol(angular, length, 3)
+    return linear, angular

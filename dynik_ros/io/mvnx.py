@@ -18,7 +18,8 @@ Conventions (checked on a real MVN 2018 export, see ``benchmarks/real_captures.p
   first normal frame's ``ms`` (Unix epoch, ms) gives ``stamp_origin_ns``.
 
 The file is parsed with :func:`xml.etree.ElementTree.iterparse` and every frame is dropped once read, so a
-long take costs its arrays only. Files without ``velocity`` / ``angularVelocity`` get finite differences.
+long take costs its arrays only. Files without ``velocity`` / ``angularVelocity`` get Savitzky-Golay
+derivatives (:func:`dynik_ros.io.human_motion.smoothed_twists`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from dynik_ros.core.quaternion import quaternion_from_rotation
-from dynik_ros.io.human_motion import HumanMotion, Pose, finite_difference_twists
+from dynik_ros.io.human_motion import HumanMotion, Pose, smoothed_twists
 from dynik_ros.models.segments import XSENS_SEGMENTS
 
 MVNX_NAMESPACE = "http://www.xsens.com/mvn/mvnx"
@@ -174,8 +175,8 @@ def read_mvnx(path: str | Path, check: bool = True) -> HumanMotion:
 
     times, origin_ns = _times(path, frames, frame_rate)
     if linear is None or angular is None:
-        notices.append(f"{path}: no velocity/angularVelocity in the file: finite differences used")
-        fd_lin, fd_ang = finite_difference_twists(times, positions, rotations)
+        notices.append(f"{path}: no velocity/angularVelocity in the file: smoothed derivatives used")
+        fd_lin, fd_ang = smoothed_twists(times, positions, rotations)
         linear = fd_lin if linear is None else linear
         angular = fd_ang if angular is None else angular
     else:
