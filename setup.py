@@ -43,6 +43,7 @@ CONSOLE_SCRIPTS = [
     "ik_node = dynik_ros.nodes.ik_node:main",
     "mocap_node = dynik_ros.nodes.mocap_node:main",
     "bridge_node = dynik_ros.nodes.bridge_node:main",
+    "sim_node = dynik_ros.nodes.sim_node:main",
 ]
 
 # Directories installed verbatim (recursively) into share/dynik_ros/<same dir>.

@@ -147,11 +147,8 @@ class Simulator:
         self.actuator_ids = np.array([actuated[j] for j in self.joint_names], dtype=int)
         self.qpos_adr = np.array([model.joint(j).qposadr[0] for j in self.joint_names], dtype=int)
         self.dof_adr = np.array([model.joint(j).dofadr[0] for j in self.joint_names], dtype=int)
-        hinge = [
-            i
-            for i in range(model.njnt)
-            if model.jnt_type[i] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
-        ]
+        one_dof = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+        hinge = [i for i in range(model.njnt) if int(model.jnt_type[i]) in one_dof]
         self.all_joint_names = [model.joint(i).name for i in hinge]
         self._all_qpos = np.array([model.jnt_qposadr[i] for i in hinge], dtype=int)
         self._all_dof = np.array([model.jnt_dofadr[i] for i in hinge], dtype=int)
