@@ -112,6 +112,11 @@ ARGUMENTS: dict[str, tuple[str | None, str, Sequence[str] | None]] = {
         INTERFACES,
     ),
     "use_mocap": ("false", "Run mocap_node and feed its base odometry to ik_node.", None),
+    "sim": (
+        "false",
+        "Run sim_node: a MuJoCo robot behind the bridge's controller topics (held at the IK's base pose).",
+        None,
+    ),
     "use_sim_time": ("false", "Use /clock as the nodes' time source.", None),
     "namespace": ("", "ROS namespace of every node of the pipeline.", None),
     "rviz": ("false", "Also start robot_state_publisher and RViz (rviz.launch.py).", None),
@@ -347,7 +352,7 @@ def pipeline(
 
     * human tracking (default): wearable_node -> ik_node on the human model;
     * ``robot=True``: wearable_node -> ik_node on the robot (retargeting map) -> bridge_node, and
-      mocap_node when ``use_mocap:=true``;
+      mocap_node when ``use_mocap:=true``, sim_node (the simulated robot) when ``sim:=true``;
     * ``replay=True``: wearable_node reads ``bag_path``; with ``robot:=...`` the IK retargets; with
       ``out_bag:=...`` ``ros2 bag record`` writes the pipeline's topics.
 
@@ -397,6 +402,20 @@ def pipeline(
         log_level=log_level,
     )
     actions += ik_actions
+
+    if robot and as_bool(args, "sim"):
+        # the simulated robot listens before the bridge commands it
+        _, sim_actions = managed_lifecycle_node(
+            executable="sim_node",
+            namespace=namespace,
+            parameters={
+                **common,
+                "robot": str(config_file),
+                "controller": args["controller"],
+            },
+            log_level=log_level,
+        )
+        actions += sim_actions
 
     if robot:
         _, bridge_actions = managed_lifecycle_node(

@@ -1,8 +1,9 @@
 """Retargeting human motion to a humanoid robot: wearable_node -> ik_node on the robot (retargeting map
 config/<robot>.yaml) -> bridge_node -> the robot's position controller; mocap_node feeds the base when
-use_mocap:=true.
+use_mocap:=true; sim_node drives a simulated (MuJoCo) robot when sim:=true.
 
     ros2 launch dynik_ros retargeting.launch.py robot:=g1 rviz:=true
+    ros2 launch dynik_ros retargeting.launch.py robot:=g1 sim:=true      # a simulated G1 follows
     ros2 launch dynik_ros retargeting.launch.py robot:=g1 source:=xsens   # live from an Xsens suit
     ros2 launch dynik_ros retargeting.launch.py robot:=icub interface:=forward_command \
         controller:=position_controller
@@ -36,6 +37,7 @@ ARGUMENTS = (
     "controller",
     "interface",
     "use_mocap",
+    "sim",
     "use_sim_time",
     "namespace",
     "rviz",

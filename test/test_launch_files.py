@@ -38,7 +38,7 @@ REQUIRED = {
     "icub_retargeting.launch.py",
     "replay.launch.py",
 }
-NODE_EXECUTABLES = {"wearable_node", "ik_node", "mocap_node", "bridge_node"}
+NODE_EXECUTABLES = {"wearable_node", "ik_node", "mocap_node", "bridge_node", "sim_node"}
 SHARE_FILE = re.compile(r"^(launch|config|urdf)/[\w.\-/]+$")
 SHARE_SUFFIXES = (".yaml", ".yml", ".urdf", ".xacro", ".rviz", ".launch.py")
 TABLE_HEADING = re.compile(r"^#+\s.*launch arguments", re.IGNORECASE | re.MULTILINE)
@@ -488,7 +488,7 @@ def test_pipelines_build_with_the_launch_api(launch_api, tmp_path):
     )
     cases = {
         "human_tracking.launch.py": ({}, {"wearable_node", "ik_node"}),
-        "retargeting.launch.py": ({"use_mocap": "true"}, NODE_EXECUTABLES),
+        "retargeting.launch.py": ({"use_mocap": "true", "sim": "true"}, NODE_EXECUTABLES),
         "replay.launch.py": ({"bag_path": str(bag)}, {"wearable_node", "ik_node"}),
     }
     for name, (values, expected) in cases.items():

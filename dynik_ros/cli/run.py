@@ -39,6 +39,7 @@ NODE_CLASSES = {
     "ik_node": "dynik_ros.nodes.ik_node:IKNode",
     "mocap_node": "dynik_ros.nodes.mocap_node:MocapNode",
     "bridge_node": "dynik_ros.nodes.bridge_node:BridgeNode",
+    "sim_node": "dynik_ros.nodes.sim_node:SimNode",
 }
 # Parameters holding file paths: relative values are looked up in the working directory, then in the
 # package's share directory (``config/g1.yaml``).
@@ -455,6 +456,9 @@ class PipelineRunner:
                     "latency_p99_ms": _pct(latency, 99),
                 }
             )
+        sim = next((n for n in nodes.values() if hasattr(n, "tracking_summary")), None)
+        if sim is not None:
+            m["sim"] = sim.tracking_summary()
         return m
 
     def _print(self, m: Mapping[str, Any]) -> None:
@@ -484,6 +488,18 @@ class PipelineRunner:
                 f"  bridge        {m['commands_sent']} commands on {m['command_topic']} "
                 f"({m['fresh_commands']} fresh, {m['dropped_joint_states']} IK outputs not commanded)",
             ]
+        if "sim" in m:
+            s = m["sim"]
+            lines.append(
+                f"  sim           {s.get('commands', 0)} commands ({s.get('clipped', 0)} clipped, "
+                f"{s.get('refused', 0)} refused), {f(s['real_time_factor'])}x real time"
+            )
+            if "delay_p50_ms" in s:
+                lines.append(
+                    f"  tracking      commanded -> simulated delay p50 {f(s['delay_p50_ms'])} ms, max "
+                    f"{f(s['delay_max_ms'])} ms, RMS after the shift {f(s['rms_after_shift_rad'])} rad "
+                    f"({s['moving_joints']} moving joints); base to IK base {f(s['base_error_mean_m'])} m"
+                )
         lines.append(
             f"  wall time     {m['run_time_s']:.2f} s running ({f(m['realtime_factor'])}x real time), "
             f"{m['total_time_s']:.2f} s with set-up"
@@ -581,6 +597,8 @@ def _topic_type(topic: str) -> tuple[type, bool]:
         "/diagnostics": (DiagnosticArray, False),
         "/robot/base_odom": (Odometry, False),
         "/mocap/rigid_body": (PoseStamped, True),
+        "/joint_states": (JointState, False),
+        "/sim/base_pose_true": (PoseStamped, False),
     }
     try:
         from tf2_msgs.msg import TFMessage

@@ -12,13 +12,15 @@ Physics runs while the node is active, from a timer on the steady clock: in real
 1, catching up in chunks of at most ``max_catch_up`` s and dropping a larger debt, counted), or as fast as
 ``real_time_factor`` asks when publishing ``/clock`` (0 = as fast as possible); nodes with
 ``use_sim_time`` then follow the sim. Stamps are sim time on ``/clock``, else the node clock at the
-matching instant. Commands are applied only while active; a trajectory's zero stamp means "now".
+matching instant (time the sim dropped moves its stamps forward: they stay on the node clock).
+Commands are applied only while active; a trajectory's zero stamp means "now".
 MuJoCo is imported at configure only.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -141,6 +143,9 @@ class SimNode(DynikLifecycleNode):
         self._reset_counts()
 
     def _reset_counts(self) -> None:
+        # what the tracking summary compares: commands as received, joints and base as simulated (sim time)
+        self.command_log: deque[tuple[float, np.ndarray]] = deque(maxlen=100_000)
+        self.state_log: deque[tuple[float, np.ndarray, float]] = deque(maxlen=100_000)
         self.refused_targets = 0
         self.mocap_published = 0
         self.inactive_commands = 0
@@ -232,7 +237,7 @@ class SimNode(DynikLifecycleNode):
             self._entities.append(
                 self.create_subscription(Odometry, p["base_target_topic"], self._on_base_target, SENSOR_QOS)
             )
-        self._clock_offset_ns = 0
+        self._clock_offset_ns = self._base_offset_ns = 0
 
     def _activate(self) -> None:
         sim = self.sim
@@ -241,6 +246,7 @@ class SimNode(DynikLifecycleNode):
         if not self.params["publish_clock"]:
             # stamps: the node clock at the matching instant
             self._clock_offset_ns = self.get_clock().now().nanoseconds - int(round(sim.time * NS))
+        self._base_offset_ns = self._clock_offset_ns
         self._last_rtf = (wall, sim.time)
         self._timer = self.create_timer(self.params["step_period"], self._on_timer, clock=self._steady)
         self._diag_timer = self.create_timer(
@@ -297,6 +303,7 @@ class SimNode(DynikLifecycleNode):
                 else None,
                 start=None if stamp == 0 else self.sim_time_of(stamp),
             )
+            self._log_command(now, list(msg.joint_names), positions[-1] if positions else None)
         except CommandRefused as exc:
             self.get_logger().warning(f"trajectory refused ({exc})", throttle_duration_sec=1.0)
 
@@ -318,8 +325,53 @@ class SimNode(DynikLifecycleNode):
                 follower.set_positions(data, self.sim.time)
             else:
                 follower.set_trajectory(self.joints, [0.0], [data], self.sim.time)
+            self._log_command(self.sim.time, self.joints, data)
         except CommandRefused as exc:
             self.get_logger().warning(f"command refused ({exc})", throttle_duration_sec=1.0)
+
+    def _log_command(self, now: float, names: list[str], positions: Any) -> None:
+        """The commanded positions (controller order, clipped like the reference; joints not named keep
+        the reference) at their reception time."""
+        if positions is None:
+            return
+        follower = self.sim.follower
+        command = follower.position.copy()
+        index = [follower.joint_names.index(n) for n in names]
+        command[index] = np.clip(
+            np.asarray(positions, dtype=float), follower.lower[index], follower.upper[index]
+        )
+        self.command_log.append((now, command))
+
+    def tracking_summary(self, min_motion: float = 0.05) -> dict[str, Any]:
+        """Commanded vs simulated joints over the run (joints whose command moved by ``min_motion`` rad
+        or more): delay p50 / max and RMS after the shift (:func:`dynik_ros.sim.tracking.estimate_delay`),
+        mean |base - harness target|, real-time factor, command counts."""
+        from dynik_ros.sim.tracking import estimate_delay
+
+        out: dict[str, Any] = {"real_time_factor": self.real_time_factor}
+        if self.sim is not None:
+            counts = self.sim.follower.counts
+            out.update(
+                commands=counts.accepted, clipped=counts.clipped_commands, refused=counts.refused_total
+            )
+        if len(self.command_log) < 3 or len(self.state_log) < 3:
+            return out
+        send = np.array([t for t, _ in self.command_log])
+        commands = np.array([c for _, c in self.command_log])
+        times = np.array([t for t, _, _ in self.state_log])
+        q = np.array([x for _, x, _ in self.state_log])
+        moving = np.flatnonzero(np.ptp(commands, axis=0) >= min_motion)
+        out["base_error_mean_m"] = float(np.mean([e for _, _, e in self.state_log]))
+        if moving.size == 0 or times[-1] - send[0] < 1.0:
+            return out
+        delay, rms = estimate_delay(send, commands[:, moving], times, q[:, moving], max_delay=0.3)
+        out.update(
+            moving_joints=int(moving.size),
+            delay_p50_ms=float(np.median(delay) * 1e3),
+            delay_max_ms=float(delay.max() * 1e3),
+            rms_after_shift_rad=float(np.sqrt(np.mean(rms**2))),
+        )
+        return out
 
     def _on_base_target(self, msg: Odometry) -> None:
         if self.sim is None:
@@ -329,7 +381,10 @@ class SimNode(DynikLifecycleNode):
         except MessageRejected:
             self.refused_targets += 1
             return
-        if not self.sim.set_harness_target(position, rotation):
+        t = msg.twist.twist  # in the base frame (REP 105)
+        linear = rotation @ np.array([t.linear.x, t.linear.y, t.linear.z])
+        angular = rotation @ np.array([t.angular.x, t.angular.y, t.angular.z])
+        if not self.sim.set_harness_target(position, rotation, linear, angular):
             self.refused_targets += 1
 
     # ----------------------------------------------------------------- stepping and outputs
@@ -338,6 +393,8 @@ class SimNode(DynikLifecycleNode):
             return
         wall = self._steady.now().nanoseconds / NS
         steps = self.pacer.steps(wall, self.sim.time)
+        if not self.params["publish_clock"]:  # time the sim skipped: stamps stay on the node clock
+            self._clock_offset_ns = self._base_offset_ns + int(round(self.pacer.dropped * NS))
         if steps:
             self.session.advance(steps, self._publish_state, self._publish_mocap)
             if "clock" in self._pubs:
@@ -362,6 +419,8 @@ class SimNode(DynikLifecycleNode):
         position, _ = sim.base_pose()
         pose.pose = pose_msg(position, sim.base_quaternion_xyzw())
         self._pubs["base_true"].publish(pose)
+        base_error = float(np.linalg.norm(position - sim.harness_target[0]))
+        self.state_log.append((t, sim.controlled_positions(), base_error))
 
     def _publish_mocap(self, sample: Any) -> None:
         msg = PoseStamped()

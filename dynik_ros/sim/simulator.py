@@ -9,7 +9,8 @@ one ``<position>`` actuator per joint. Per physics step (default 1 kHz, ``implic
    the RH5 actuator loop of the mocap seed (eq. 8, without feed-forward torque), torque limit = the URDF
    ``effort``;
 3. with ``base_mode="harness"`` a spring-damper wrench pulls the base towards a target pose (the IK's
-   base pose, or where it started): ``f = K (p* - p) - D v``, ``m = K_r log(R* R^T) - D_r w``, applied at
+   base pose and velocity, or where it started): ``f = K (p* - p) + D (v* - v)``,
+   ``m = K_r log(R* R^T) + D_r (w* - w)``, applied at
    the base's centre of mass (moment corrected for the offset), each capped. ``"free"`` applies nothing.
 
 Gains: ``kp = kp_scale * kp_per_effort * effort`` (default effort where the URDF has none), capped so that
@@ -171,6 +172,9 @@ class Simulator:
         self._quat_error, self._moment_local, self._moment_world = np.zeros(3), np.zeros(3), np.zeros(3)
         self._harness_position = (0.0, 0.0, 0.0)
         self._harness_quat = np.array([1.0, 0.0, 0.0, 0.0])
+        self._harness_velocity = (0.0, 0.0, 0.0)
+        self._harness_angular_velocity = np.zeros(3)
+        self._inverse_quat, self._target_w_local = np.zeros(4), np.zeros(3)
         self.harness_target: tuple[np.ndarray, np.ndarray] = (np.zeros(3), np.eye(3))
         self.set_harness_target(*self.base_pose())
         self.stats = StepStats()
@@ -318,17 +322,33 @@ class Simulator:
     def controlled_positions(self) -> np.ndarray:
         return self.data.qpos[self.qpos_adr].copy()
 
-    def set_harness_target(self, position: np.ndarray, rotation: np.ndarray) -> bool:
-        """Pull the base towards this pose (harness mode); a non-finite pose is refused (False)."""
+    def set_harness_target(
+        self,
+        position: np.ndarray,
+        rotation: np.ndarray,
+        linear_velocity: np.ndarray | None = None,
+        angular_velocity: np.ndarray | None = None,
+    ) -> bool:
+        """Pull the base towards this pose moving at this velocity (world frame; default at rest), in
+        harness mode. A non-finite pose or velocity or a non-rotation is refused (False)."""
         position, rotation = np.asarray(position, dtype=float), np.asarray(rotation, dtype=float)
-        if position.shape != (3,) or rotation.shape != (3, 3):
+        linear = np.zeros(3) if linear_velocity is None else np.asarray(linear_velocity, dtype=float)
+        angular = np.zeros(3) if angular_velocity is None else np.asarray(angular_velocity, dtype=float)
+        if (
+            position.shape != (3,)
+            or rotation.shape != (3, 3)
+            or linear.shape != (3,)
+            or angular.shape != (3,)
+        ):
             return False
-        if not (np.all(np.isfinite(position)) and np.all(np.isfinite(rotation))):
+        if not all(np.all(np.isfinite(a)) for a in (position, rotation, linear, angular)):
             return False
         if np.abs(rotation.T @ rotation - np.eye(3)).max() > 1e-3 or np.linalg.det(rotation) <= 0:
             return False
         self.harness_target = (position.copy(), rotation.copy())
         self._harness_position = tuple(float(x) for x in position)
+        self._harness_velocity = tuple(float(x) for x in linear)
+        self._harness_angular_velocity = angular.copy()
         quat = np.zeros(4)
         self._mj.mju_mat2Quat(quat, rotation.reshape(-1))
         self._harness_quat = quat
@@ -342,14 +362,24 @@ class Simulator:
         k, d, fmax, kr, dr, mmax = gains
         px, py, pz = data.xpos[b]
         tx, ty, tz = self._harness_position
+        ux, uy, uz = self._harness_velocity
         vx, vy, vz = data.qvel[f : f + 3]
-        fx, fy, fz = k * (tx - px) - d * vx, k * (ty - py) - d * vy, k * (tz - pz) - d * vz
+        fx, fy, fz = (
+            k * (tx - px) + d * (ux - vx),
+            k * (ty - py) + d * (uy - vy),
+            k * (tz - pz) + d * (uz - vz),
+        )
         norm = math.sqrt(fx * fx + fy * fy + fz * fz)
         if norm > fmax:
             fx, fy, fz = fx * fmax / norm, fy * fmax / norm, fz * fmax / norm
         err, local = self._quat_error, self._moment_local
         self._mj.mju_subQuat(err, self._harness_quat, data.xquat[b])  # in the base frame
         wx, wy, wz = data.qvel[f + 3 : f + 6]  # base frame
+        if self._harness_angular_velocity.any():  # the target's angular velocity, in the base frame
+            target_w = self._target_w_local
+            self._mj.mju_negQuat(self._inverse_quat, data.xquat[b])
+            self._mj.mju_rotVecQuat(target_w, self._harness_angular_velocity, self._inverse_quat)
+            wx, wy, wz = wx - target_w[0], wy - target_w[1], wz - target_w[2]
         local[0], local[1], local[2] = kr * err[0] - dr * wx, kr * err[1] - dr * wy, kr * err[2] - dr * wz
         norm = math.sqrt(local[0] ** 2 + local[1] ** 2 + local[2] ** 2)
         if norm > mmax:
