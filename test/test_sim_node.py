@@ -224,3 +224,55 @@ def test_mocap_sees_the_true_base_through_the_camera_transform(h):
         assert body.header.frame_id == "mocap"
     stamps = [_seconds(m.header.stamp) for m in seen]
     assert all(b > a for a, b in zip(stamps, stamps[1:], strict=False))
+
+
+def test_deactivating_the_bridge_stops_its_commands_and_the_sim_holds(h):
+    """Bridge commanding the sim; after the bridge's deactivate no command arrives, the last trajectory
+    ends and the simulated joints hold its last point (ctrl unchanged, joints within 0.02 rad of it)
+    over 0.5 s of sim while the IK output goes on moving."""
+    from sensor_msgs.msg import JointState
+
+    from dynik_ros.nodes.bridge_node import BridgeNode
+    from dynik_ros.nodes.common import RELIABLE_QOS
+    from dynik_ros.nodes.conversions import joint_state_msg
+
+    node = _active(h, mocap=False)
+    sim = node.sim
+    bridge = h.add(
+        BridgeNode(**params(robot="g1", controller="sim_ctrl", interface="joint_trajectory", ramp_time=0.0))
+    )
+    assert ok(bridge.trigger_configure()), bridge.last_error
+    h.wait_matched(bridge._pub)
+    ik = h.probe.create_publisher(JointState, "/dynik/joint_states", RELIABLE_QOS)
+    h.wait_matched(ik)
+    assert ok(bridge.trigger_activate())
+    names = node.joints
+    arms = np.array(["elbow" in n for n in names])
+    target = sim.follower.position + np.where(arms, 0.2, 0.0)
+    k = 0
+
+    def feed() -> bool:
+        nonlocal k
+        k += 1
+        ik.publish(joint_state_msg(k, names, target))
+        return np.abs(sim.controlled_positions() - target)[arms].max() < 0.02
+
+    assert h.spin_until(feed, timeout=30.0)
+    assert ok(bridge.trigger_deactivate())
+    sent = bridge.commands_sent
+    h.spin_until(lambda: sim.follower.counts.accepted >= sent, timeout=5.0)  # those in flight land
+    accepted = sim.follower.counts.accepted
+    t = sim.time
+    # the last one-point trajectory ends time_from_start (0.05 s) after it arrived, then holds
+    assert h.spin_until(lambda: sim.time > t + bridge.params["time_from_start"] + 0.01)
+    ctrl = sim.data.ctrl.copy()
+    t = sim.time
+
+    def hold() -> bool:
+        ik.publish(joint_state_msg(k + 1, names, target + 0.3))  # the IK goes on; the bridge must not
+        return sim.time > t + 0.5
+
+    assert h.spin_until(hold, timeout=60.0)
+    assert sim.follower.counts.accepted == accepted
+    np.testing.assert_array_equal(sim.data.ctrl, ctrl)
+    assert np.abs(sim.controlled_positions() - ctrl[sim.actuator_ids])[arms].max() < 0.02
