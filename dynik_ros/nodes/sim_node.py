@@ -41,7 +41,6 @@ from dynik_ros.nodes.common import (
     DynikLifecycleNode,
     ParamSpec,
     diagnostic_status,
-    run_node,
 )
 from dynik_ros.nodes.conversions import (
     MessageRejected,
@@ -51,6 +50,7 @@ from dynik_ros.nodes.conversions import (
     pose_msg,
     stamp_to_ns,
 )
+from dynik_ros.nodes.node_process import run_node
 
 NS = 1_000_000_000
 
