@@ -117,6 +117,22 @@ def test_g1_sim_pipeline_drives_the_simulated_robot(tmp_path):
     states = _messages(m["bag"], "/joint_states")
     assert states and "left_knee_joint" in states[-1].msg.name and len(states[-1].msg.effort) == 29
     assert m["bag_counts"]["/mocap/rigid_body"] > 0 and m["bag_counts"]["/sim/base_pose_true"] > 0
+    # --video: the run drawn headless (EGL); the robot is lighter than the ground and the sky
+    import ctypes.util
+
+    if ctypes.util.find_library("EGL") is None:
+        pytest.skip("no EGL library: offscreen rendering is not available here")
+    from PIL import Image
+
+    from dynik_ros.sim.render import render_in_subprocess
+
+    image = np.asarray(Image.open(render_in_subprocess(m["bag"], sim["robot"], tmp_path / "s.png", frames=2)))
+    assert image.shape == (400, 640, 3)
+    for frame in (image[:, :320], image[:, 320:]):
+        bright = frame.mean(axis=2) > 150
+        assert 0.005 < bright.mean() < 0.3  # a robot-sized light shape in each frame
+        rows = np.flatnonzero(bright.any(axis=1))
+        assert rows.max() - rows.min() > 100  # standing: taller than 100 of the 400 rows
 
 
 def test_offline_g1_runs_give_bit_identical_commands(tmp_path):

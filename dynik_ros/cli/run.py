@@ -663,12 +663,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     run.add_argument("--timeout", type=float, default=600.0, help="wall-time limit [s]")
     run.add_argument("--domain-id", type=int, help="ROS domain id (default: $ROS_DOMAIN_ID)")
+    run.add_argument(
+        "--video",
+        metavar="PNG",
+        help="pipelines with sim_node: draw the simulated robot at 6 instants of the run into this PNG strip",
+    )
     sub.add_parser("list", help="list the pipelines")
     args = parser.parse_args(argv)
     if args.command == "list":
         for name in available_pipelines():
             print(f"{name:20s} {load_pipeline(name).description}")
         return 0
+    if args.video:
+        try:
+            sims = [e for e in load_pipeline(args.pipeline).nodes if e.executable == "sim_node"]
+        except PipelineError as exc:
+            print(f"dynik-ros: {exc}", file=sys.stderr)
+            return 2
+        if not sims or args.no_record:
+            print("dynik-ros: --video needs a recorded run of a pipeline with sim_node", file=sys.stderr)
+            return 2
     try:
         metrics = run_pipeline(
             args.pipeline,
@@ -683,6 +697,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PipelineError as exc:
         print(f"dynik-ros: {exc}", file=sys.stderr)
         return 2
+    if args.video and "bag" in metrics and "sim" in metrics:
+        from dynik_ros.sim.render import render_in_subprocess
+
+        try:
+            print(
+                f"  video         {render_in_subprocess(metrics['bag'], metrics['sim']['robot'], args.video)}"
+            )
+        except RuntimeError as exc:
+            print(f"dynik-ros: {exc}", file=sys.stderr)
+            return 1
     return 1 if metrics.get("timed_out") else 0
 
 

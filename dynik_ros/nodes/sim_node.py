@@ -348,7 +348,10 @@ class SimNode(DynikLifecycleNode):
         mean |base - harness target|, real-time factor, command counts."""
         from dynik_ros.sim.tracking import estimate_delay
 
-        out: dict[str, Any] = {"real_time_factor": self.real_time_factor}
+        out: dict[str, Any] = {
+            "real_time_factor": self.real_time_factor,
+            "robot": self.params.get("robot", ""),
+        }
         if self.sim is not None:
             counts = self.sim.follower.counts
             out.update(
