@@ -52,34 +52,42 @@ def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
 
 
 def rotation_exp(w: np.ndarray) -> np.ndarray:
-    """Rotation matrix of a rotation vector (Rodrigues)."""
-    angle = float(np.linalg.norm(w))
+    """Rotation matrix of a rotation vector (Rodrigues; scalar arithmetic, called per capture)."""
+    x, y, z = (float(v) for v in w)
+    angle = math.sqrt(x * x + y * y + z * z)
     if angle < 1e-12:
         return np.eye(3)
-    k = w / angle
-    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
-    return np.eye(3) + math.sin(angle) * kx + (1 - math.cos(angle)) * kx @ kx
+    x, y, z = x / angle, y / angle, z / angle
+    s, c = math.sin(angle), math.cos(angle)
+    v = 1.0 - c
+    return np.array(
+        [
+            [c + x * x * v, x * y * v - z * s, x * z * v + y * s],
+            [y * x * v + z * s, c + y * y * v, y * z * v - x * s],
+            [z * x * v - y * s, z * y * v + x * s, c + z * z * v],
+        ]
+    )
 
 
 def quaternion_xyzw(rotation: np.ndarray) -> np.ndarray:
     """Unit quaternion ``[x, y, z, w]`` (w >= 0) of a rotation matrix."""
-    m = rotation
-    trace = m[0, 0] + m[1, 1] + m[2, 2]
+    (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = rotation.tolist()
+    trace = m00 + m11 + m22
     if trace > 0:
         s = 2.0 * math.sqrt(trace + 1.0)
-        q = [(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s]
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
-        q = [0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s]
-    elif m[1, 1] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
-        q = [(m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s]
+        q = ((m21 - m12) / s, (m02 - m20) / s, (m10 - m01) / s, 0.25 * s)
+    elif m00 > m11 and m00 > m22:
+        s = 2.0 * math.sqrt(1.0 + m00 - m11 - m22)
+        q = (0.25 * s, (m01 + m10) / s, (m02 + m20) / s, (m21 - m12) / s)
+    elif m11 > m22:
+        s = 2.0 * math.sqrt(1.0 + m11 - m00 - m22)
+        q = ((m01 + m10) / s, 0.25 * s, (m12 + m21) / s, (m02 - m20) / s)
     else:
-        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
-        q = [(m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s, (m[1, 0] - m[0, 1]) / s]
-    q = np.array(q)
-    q /= np.linalg.norm(q)
-    return -q if q[3] < 0 else q
+        s = 2.0 * math.sqrt(1.0 + m22 - m00 - m11)
+        q = ((m02 + m20) / s, (m12 + m21) / s, 0.25 * s, (m10 - m01) / s)
+    norm = math.sqrt(sum(v * v for v in q))
+    sign = -1.0 if q[3] < 0 else 1.0
+    return np.array([sign * v / norm for v in q])
 
 
 @dataclass
@@ -148,6 +156,9 @@ class MocapSimulator:
         self._p_end = 1.0 / length
         self._p_start = f * self._p_end / (1.0 - f) if f > 0 else 0.0
         self._queue: list[MocapSample] = []
+        self._uniform: list[list[float]] = []
+        self._position_noise = self._rotation_noise = None
+        self._draw_index = 0
         self._last_delivery = -math.inf
         self.captures = self.delivered = self.dropped = self.outliers = 0
 
@@ -166,6 +177,23 @@ class MocapSimulator:
         """Whether a capture falls at or before time ``t``."""
         return self._next_capture is None or t >= self._next_capture - 1e-9
 
+    def _draws(self) -> tuple[float, float, float, np.ndarray, np.ndarray]:
+        """The next capture's random numbers, drawn 1024 captures at a time (a generator call per number
+        cost more than the physics step): occlusion, outlier and latency uniforms, position and rotation
+        noise."""
+        if self._draw_index >= len(self._uniform):
+            n, c, rng = 1024, self.config, self.rng
+            self._uniform = rng.random((n, 3)).tolist()
+            self._position_noise = rng.normal(0.0, c.position_noise, (n, 3)) if c.position_noise else None
+            self._rotation_noise = rng.normal(0.0, c.rotation_noise, (n, 3)) if c.rotation_noise else None
+            self._draw_index = 0
+        k = self._draw_index
+        self._draw_index += 1
+        u_occlusion, u_outlier, u_latency = self._uniform[k]
+        position = self._position_noise[k] if self._position_noise is not None else None
+        rotation = self._rotation_noise[k] if self._rotation_noise is not None else None
+        return u_occlusion, u_outlier, u_latency, position, rotation
+
     def capture(self, t: float, link_position: np.ndarray, link_rotation: np.ndarray) -> None:
         """Capture the link pose true at ``t`` if a capture is due (call every physics step)."""
         if not self.due(t):
@@ -176,18 +204,19 @@ class MocapSimulator:
         while self._next_capture <= t + 1e-9:
             self._next_capture += self.period
         self.captures += 1
+        u_occlusion, u_outlier, u_latency, position_noise, rotation_noise = self._draws()
         if self._occluded:
-            self._occluded = rng.random() >= self._p_end
+            self._occluded = u_occlusion >= self._p_end
         else:
-            self._occluded = rng.random() < self._p_start
+            self._occluded = u_occlusion < self._p_start
         if self._occluded:
             self.dropped += 1
             return
         true_p, true_r = self.camera_pose(link_position, link_rotation)
-        rotation = true_r @ rotation_exp(rng.normal(0.0, c.rotation_noise, 3)) if c.rotation_noise else true_r
-        position = true_p + (rng.normal(0.0, c.position_noise, 3) if c.position_noise else 0.0)
+        rotation = true_r @ rotation_exp(rotation_noise) if rotation_noise is not None else true_r
+        position = true_p + position_noise if position_noise is not None else true_p.copy()
         kind = OK
-        if c.outlier_fraction and rng.random() < c.outlier_fraction:
+        if c.outlier_fraction and u_outlier < c.outlier_fraction:
             direction = rng.normal(size=3)
             direction /= np.linalg.norm(direction)
             position = position + direction * rng.uniform(*c.outlier_distance)
@@ -197,7 +226,8 @@ class MocapSimulator:
             )
             kind = OUTLIER
             self.outliers += 1
-        delivery = max(t + rng.uniform(c.latency_min, c.latency_max), self._last_delivery)
+        latency = c.latency_min + u_latency * (c.latency_max - c.latency_min)
+        delivery = max(t + latency, self._last_delivery)
         self._last_delivery = delivery
         self._queue.append(
             MocapSample(

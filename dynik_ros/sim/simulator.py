@@ -174,6 +174,7 @@ class Simulator:
         self._harness_quat = np.array([1.0, 0.0, 0.0, 0.0])
         self._harness_velocity = (0.0, 0.0, 0.0)
         self._harness_angular_velocity = np.zeros(3)
+        self._harness_moving = False
         self._inverse_quat, self._target_w_local = np.zeros(4), np.zeros(3)
         self.harness_target: tuple[np.ndarray, np.ndarray] = (np.zeros(3), np.eye(3))
         self.set_harness_target(*self.base_pose())
@@ -349,6 +350,7 @@ class Simulator:
         self._harness_position = tuple(float(x) for x in position)
         self._harness_velocity = tuple(float(x) for x in linear)
         self._harness_angular_velocity = angular.copy()
+        self._harness_moving = bool(np.any(angular != 0.0))
         quat = np.zeros(4)
         self._mj.mju_mat2Quat(quat, rotation.reshape(-1))
         self._harness_quat = quat
@@ -356,14 +358,14 @@ class Simulator:
 
     # ----------------------------------------------------------------- stepping
     def _harness_wrench(self) -> None:
-        """The harness spring-damper, in scalars (numpy's small-array calls cost more than ``mj_step``)."""
-        data, b, f = self.data, self.root_body, self._free_dof
-        gains = self._harness_gains
-        k, d, fmax, kr, dr, mmax = gains
-        px, py, pz = data.xpos[b]
+        """The harness spring-damper in Python floats (numpy's small-array calls and numpy-scalar
+        arithmetic cost more than ``mj_step``)."""
+        data, b, f, mj = self.data, self.root_body, self._free_dof, self._mj
+        k, d, fmax, kr, dr, mmax = self._harness_gains
+        px, py, pz = data.xpos[b].tolist()
         tx, ty, tz = self._harness_position
         ux, uy, uz = self._harness_velocity
-        vx, vy, vz = data.qvel[f : f + 3]
+        vx, vy, vz, wx, wy, wz = data.qvel[f : f + 6].tolist()  # linear: world, angular: base frame
         fx, fy, fz = (
             k * (tx - px) + d * (ux - vx),
             k * (ty - py) + d * (uy - vy),
@@ -372,30 +374,34 @@ class Simulator:
         norm = math.sqrt(fx * fx + fy * fy + fz * fz)
         if norm > fmax:
             fx, fy, fz = fx * fmax / norm, fy * fmax / norm, fz * fmax / norm
+        quat = data.xquat[b]
         err, local = self._quat_error, self._moment_local
-        self._mj.mju_subQuat(err, self._harness_quat, data.xquat[b])  # in the base frame
-        wx, wy, wz = data.qvel[f + 3 : f + 6]  # base frame
-        if self._harness_angular_velocity.any():  # the target's angular velocity, in the base frame
+        mj.mju_subQuat(err, self._harness_quat, quat)  # in the base frame
+        if self._harness_moving:  # the target's angular velocity, in the base frame
             target_w = self._target_w_local
-            self._mj.mju_negQuat(self._inverse_quat, data.xquat[b])
-            self._mj.mju_rotVecQuat(target_w, self._harness_angular_velocity, self._inverse_quat)
-            wx, wy, wz = wx - target_w[0], wy - target_w[1], wz - target_w[2]
-        local[0], local[1], local[2] = kr * err[0] - dr * wx, kr * err[1] - dr * wy, kr * err[2] - dr * wz
-        norm = math.sqrt(local[0] ** 2 + local[1] ** 2 + local[2] ** 2)
+            mj.mju_negQuat(self._inverse_quat, quat)
+            mj.mju_rotVecQuat(target_w, self._harness_angular_velocity, self._inverse_quat)
+            ox, oy, oz = target_w.tolist()
+            wx, wy, wz = wx - ox, wy - oy, wz - oz
+        ex, ey, ez = err.tolist()
+        mx, my, mz = kr * ex - dr * wx, kr * ey - dr * wy, kr * ez - dr * wz
+        norm = math.sqrt(mx * mx + my * my + mz * mz)
         if norm > mmax:
-            local *= mmax / norm
+            mx, my, mz = mx * mmax / norm, my * mmax / norm, mz * mmax / norm
+        local[0], local[1], local[2] = mx, my, mz
         world = self._moment_world
-        self._mj.mju_rotVecQuat(world, local, data.xquat[b])
+        mj.mju_rotVecQuat(world, local, quat)
         # the force acts at the base origin, xfrc_applied at the base's centre of mass: add r x f
-        cx, cy, cz = data.xipos[b]
+        cx, cy, cz = data.xipos[b].tolist()
         rx, ry, rz = px - cx, py - cy, pz - cz
+        ax, ay, az = world.tolist()
         data.xfrc_applied[b] = (
             fx,
             fy,
             fz,
-            world[0] + ry * fz - rz * fy,
-            world[1] + rz * fx - rx * fz,
-            world[2] + rx * fy - ry * fx,
+            ax + ry * fz - rz * fy,
+            ay + rz * fx - rx * fz,
+            az + rx * fy - ry * fx,
         )
 
     def step(self, n: int = 1) -> None:
