@@ -23,6 +23,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from dynik_ros.core.robot_model import RobotModel
+from dynik_ros.nodes.cdr_writer import Float64ArrayWriter, JointTrajectoryWriter, publish_serialized
 from dynik_ros.nodes.common import (
     COMMAND_QOS,
     RELIABLE_QOS,
@@ -136,6 +137,11 @@ class BridgeNode(DynikLifecycleNode):
             raise ConfigError("joints", "repeated joint names")
         index = [robot.joint_index(j) for j in joints]
         self.joints = joints
+        # the command's serialized layout (cdr_writer): names, sizes and time_from_start fixed at configure
+        if p["interface"] == "joint_trajectory":
+            self._writer = JointTrajectoryWriter(joints, p["time_from_start"])
+        else:
+            self._writer = Float64ArrayWriter(len(joints))
         self.lower, self.upper = robot.lower[index].copy(), robot.upper[index].copy()
         self.velocity_limit = robot.velocity_limit[index].copy()
         self._reset_counts()
@@ -334,6 +340,21 @@ class BridgeNode(DynikLifecycleNode):
             self.emit("command_repeat", self._target_stamp)
 
     def _publish(self, command: np.ndarray) -> None:
+        """The command serialized from a template (``cdr_writer``); a message on an older rclpy."""
+        writer = self._writer
+        if writer is None or len(writer.positions if hasattr(writer, "positions") else writer.data) != len(
+            command
+        ):
+            writer = self._writer = self._make_writer(len(command))
+        data = writer.serialize(command)
+        publish_serialized(self._pub, data, lambda: self._message(command))
+
+    def _make_writer(self, count: int) -> Any:
+        if self.params["interface"] == "joint_trajectory":
+            return JointTrajectoryWriter(self.joints, self.params["time_from_start"])
+        return Float64ArrayWriter(count)
+
+    def _message(self, command: np.ndarray) -> Any:
         if self.params["interface"] == "joint_trajectory":
             msg = JointTrajectory()
             msg.joint_names = self.joints  # header.stamp zero: start now
@@ -347,7 +368,7 @@ class BridgeNode(DynikLifecycleNode):
         else:
             msg = Float64MultiArray()
             msg.data = float_array(command)
-        self._pub.publish(msg)
+        return msg
 
     def publish_diagnostics(self) -> None:
         if not self.active or self._diag_pub is None:

@@ -13,6 +13,7 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from dynik_ros.core.targets import Measurements
+from dynik_ros.nodes.cdr_writer import MarkerArrayWriter
 from dynik_ros.nodes.conversions import LinkStates, ns_to_stamp
 
 
@@ -65,12 +66,35 @@ class MarkerBuilder:
         if self.retargeter is None:
             markers.append(marker("measured_skeleton", 0, 0.006, 2 * n_pairs, (1.0, 0.6, 0.1), 0.6))
         self._marker_array = MarkerArray(markers=markers)
+        self._marker_writer: MarkerArrayWriter | None = None  # laid out at the first publication
 
     def _markers(
         self, stamp: int, q: np.ndarray, links: LinkStates, measurements: Measurements
     ) -> MarkerArray:
-        """Targets (translucent axes, at the measured links for a human model) vs achieved frames (opaque
-        axes), the achieved skeleton (white) and, for a human model, the measured skeleton (orange)."""
+        """The marker array as a message (see :meth:`_marker_clouds`)."""
+        clouds = self._marker_clouds(q, links, measurements)
+        header_stamp = ns_to_stamp(stamp)
+        for marker, cloud in zip(self._marker_array.markers, clouds, strict=True):
+            marker.header.stamp = header_stamp
+            for point, (x, y, z) in zip(marker.points, cloud.tolist(), strict=True):
+                point.x, point.y, point.z = x, y, z
+        return self._marker_array
+
+    def _marker_bytes(
+        self, stamp: int, q: np.ndarray, links: LinkStates, measurements: Measurements
+    ) -> bytes:
+        """The marker array serialized from its template (``cdr_writer.MarkerArrayWriter``): no Point
+        objects touched, about ten times cheaper than :meth:`_markers`."""
+        if self._marker_writer is None:
+            self._marker_writer = MarkerArrayWriter(self._marker_array)
+        return self._marker_writer.serialize(stamp, self._marker_clouds(q, links, measurements))
+
+    def _marker_clouds(
+        self, q: np.ndarray, links: LinkStates, measurements: Measurements
+    ) -> list[np.ndarray]:
+        """Points of each marker: targets (translucent axes, at the measured links for a human model) vs
+        achieved frames (opaque axes), the achieved skeleton (white) and, for a human model, the measured
+        skeleton (orange)."""
         data = self._marker_data
         pin.framesForwardKinematics(self.robot.model, data, q)
         achieved_p = np.array([data.oMf[fid].translation for _, fid in self._marker_frames])
@@ -95,9 +119,4 @@ class MarkerBuilder:
         clouds.append(achieved_p[self._skeleton_index].reshape(-1, 3))
         if self.retargeter is None:
             clouds.append(target_p[self._skeleton_index].reshape(-1, 3))
-        header_stamp = ns_to_stamp(stamp)
-        for marker, cloud in zip(self._marker_array.markers, clouds, strict=True):
-            marker.header.stamp = header_stamp
-            for point, (x, y, z) in zip(marker.points, cloud.tolist(), strict=True):
-                point.x, point.y, point.z = x, y, z
-        return self._marker_array
+        return clouds

@@ -28,11 +28,13 @@ from visualization_msgs.msg import MarkerArray
 
 from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
 from dynik_ros.core.metrics import TrackingEvaluator
+from dynik_ros.core.quaternion import quaternion_from_rotation
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.rolling import RollingSamples
 from dynik_ros.core.targets import InvalidMeasurementError, Measurements
 from dynik_ros.io import plausibility, stamp_guard
 from dynik_ros.nodes.calibration_services import RetargetCalibrationServices
+from dynik_ros.nodes.cdr_writer import JointStateWriter, OdometryWriter, publish_serialized
 from dynik_ros.nodes.common import (
     RELIABLE_QOS,
     SENSOR_QOS,
@@ -160,6 +162,8 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
         self._prepare_markers()
 
         self._pub_js = self.create_lifecycle_publisher(JointState, "/dynik/joint_states", RELIABLE_QOS)
+        self._js_writer = JointStateWriter(self.robot.joint_names)
+        self._odom_writer = OdometryWriter(p["world_frame"], self.base_frame)
         self._pub_odom = self.create_lifecycle_publisher(Odometry, "/dynik/base_odom", RELIABLE_QOS)
         self._pub_diag = self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         if p["publish_markers"]:
@@ -394,7 +398,11 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
         if stamp != self._last_marker_ns:
             self._last_marker_ns = stamp
             try:
-                self._pub_markers.publish(self._markers(stamp, q, links, measurements))
+                publish_serialized(
+                    self._pub_markers,
+                    self._marker_bytes(stamp, q, links, measurements),
+                    lambda: self._markers(stamp, q, links, measurements),
+                )
             except Exception as exc:  # noqa: BLE001 - a marker problem must not end the node
                 self._reject(UNHANDLED, f"markers: {type(exc).__name__}: {exc}")
 
@@ -443,11 +451,21 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
 
     # ----------------------------------------------------------------- outputs
     def _publish_state(self, stamp: int, q: np.ndarray, v: np.ndarray) -> None:
+        """Joint states and base odometry serialized from templates (``cdr_writer``): no Python message
+        objects on the sample path."""
         p, rotation, s = self.robot.split(q)
         nb = self.robot.base_dofs
-        self._pub_js.publish(joint_state_msg(stamp, self.robot.joint_names, s, v[nb:]))
-        world = self.params["world_frame"]
-        self._pub_odom.publish(odometry_msg(stamp, world, self.base_frame, p, rotation, v[:3], v[3:6]))
+        names, world = self.robot.joint_names, self.params["world_frame"]
+        publish_serialized(
+            self._pub_js,
+            self._js_writer.serialize(stamp, s, v[nb:]),
+            lambda: joint_state_msg(stamp, names, s, v[nb:]),
+        )
+        publish_serialized(
+            self._pub_odom,
+            self._odom_writer.serialize(stamp, p, quaternion_from_rotation(rotation), v[:3], v[3:6]),
+            lambda: odometry_msg(stamp, world, self.base_frame, p, rotation, v[:3], v[3:6]),
+        )
         if self._pub_tf is not None:
             self._pub_tf.publish(
                 self._tf_type(transforms=[transform_stamped(stamp, world, self.base_frame, p, rotation)])

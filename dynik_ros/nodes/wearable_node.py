@@ -53,6 +53,7 @@ from dynik_ros.io.xsens_stream import (
     XsensReceiver,
 )
 from dynik_ros.nodes.calibration_services import SUIT_CALIBRATION_PARAMS, SuitCalibrationServices
+from dynik_ros.nodes.cdr_writer import LinkStatesWriter, publish_serialized
 from dynik_ros.nodes.common import (
     RELIABLE_QOS,
     SENSOR_QOS,
@@ -61,7 +62,7 @@ from dynik_ros.nodes.common import (
     ParamSpec,
     diagnostic_status,
 )
-from dynik_ros.nodes.conversions import fill_link_states_msg, link_states_to_msg, ns_to_stamp, stamp_to_ns
+from dynik_ros.nodes.conversions import link_states_to_msg, ns_to_stamp, stamp_to_ns
 from dynik_ros.nodes.node_process import run_node
 
 HUMAN_MODELS = ("human66", "human48")
@@ -477,8 +478,7 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
         self._rebase = True
         self._awaiting: int | None = None  # offline: the stamp whose IK output we wait for
         self._sent_at_ns = 0
-        self._template: MultiDOFJointState | None = None
-        self._template_names: list[str] = []
+        self._template: LinkStatesWriter | None = None  # the serialized layout of the current link set
         self.published = 0
         self.loops = 0
         self.ack_timeouts = 0
@@ -535,13 +535,19 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
     def _publish(self, sample: Sample, stamp: int) -> None:
         """``sample`` on ``/human/link_states`` with ``stamp`` (ns), calibrated (``~/calibrate``)."""
         sample = self._calibrated(sample)
-        msg = self._template
-        if (
-            msg is None
-            or self._template_names != sample.names
-            or (not msg.twist) != (sample.linear_velocities is None)
-        ):
-            msg = link_states_to_msg(
+        twists = sample.linear_velocities is not None and sample.angular_velocities is not None
+        writer = self._template
+        if writer is None or writer.names != sample.names or bool(len(writer.twists)) != twists:
+            writer = LinkStatesWriter(sample.names, self.params["frame_id"], twists=twists)
+            self._template = writer
+        data = writer.serialize(
+            stamp, sample.positions, sample.quaternions, sample.linear_velocities, sample.angular_velocities
+        )
+        self.emit("link_states", stamp)
+        publish_serialized(
+            self._pub,
+            data,
+            lambda: link_states_to_msg(
                 stamp,
                 sample.names,
                 sample.positions,
@@ -549,19 +555,8 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
                 sample.linear_velocities,
                 sample.angular_velocities,
                 self.params["frame_id"],
-            )
-            self._template, self._template_names = msg, list(sample.names)
-        else:  # same links as the previous sample: overwrite the numbers in place (10x faster)
-            fill_link_states_msg(
-                msg,
-                stamp,
-                sample.positions,
-                sample.quaternions,
-                sample.linear_velocities,
-                sample.angular_velocities,
-            )
-        self.emit("link_states", stamp)
-        self._pub.publish(msg)
+            ),
+        )
         self.published += 1
 
     def _rebase_stamps(self, sample: Sample) -> None:

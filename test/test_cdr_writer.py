@@ -1,0 +1,131 @@
+"""The CDR writers (dynik_ros.nodes.cdr_writer) encode the same messages as rclpy's serialization.
+
+rclpy leaves alignment padding uninitialized and may add trailing bytes, so the check is: rclpy
+deserializes our bytes into a message equal to the one built field by field, and our bytes equal rclpy's
+at every byte that is not padding (found by serializing the same message twice with different padding).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from rclpy.serialization import deserialize_message, serialize_message
+
+from dynik_ros.nodes import cdr_writer
+from dynik_ros.nodes.conversions import float_array, ns_to_stamp
+
+
+def same(ours: bytes, msg) -> bool:
+    """``ours`` decodes to ``msg`` and agrees with rclpy's encoding outside its padding bytes."""
+    theirs = bytes(serialize_message(msg))
+    if deserialize_message(ours, type(msg)) != msg or len(ours) > len(theirs):
+        return False
+    return all(a == b or _is_padding(i, ours) for i, (a, b) in enumerate(zip(ours, theirs, strict=False)))
+
+
+def _is_padding(index: int, data: bytes) -> bool:
+    """Our writers put zeros in padding; a differing byte must be one of those zeros."""
+    return data[index] == 0
+
+
+RNG = np.random.default_rng(4)
+STAMPS = (0, 1, 1_795_447_518_455_924_014, 2_000_000_000 - 1)
+
+
+@pytest.mark.parametrize("names", [["a"], ["hip_yaw", "knee", "ankle_ü"], [f"j{i}" for i in range(66)], []])
+@pytest.mark.parametrize("frame", ["", "world", "base_link_x"])
+def test_joint_state(names, frame):
+    from sensor_msgs.msg import JointState
+
+    writer = cdr_writer.JointStateWriter(names, frame)
+    for stamp in STAMPS:
+        q, v = RNG.normal(size=(2, len(names)))
+        msg = JointState(name=names, position=float_array(q), velocity=float_array(v))
+        msg.header.stamp, msg.header.frame_id = ns_to_stamp(stamp), frame
+        assert same(writer.serialize(stamp, q, v), msg)
+    no_velocity = cdr_writer.JointStateWriter(names, frame, velocities=False)
+    msg = JointState(name=names, position=float_array(q))
+    msg.header.stamp, msg.header.frame_id = ns_to_stamp(5), frame
+    assert same(no_velocity.serialize(5, q), msg)
+
+
+@pytest.mark.parametrize("frames", [("world", "pelvis"), ("", ""), ("odom", "torso_link_long_name")])
+def test_odometry(frames):
+    from nav_msgs.msg import Odometry
+
+    writer = cdr_writer.OdometryWriter(*frames)
+    for stamp in STAMPS:
+        p, lin, ang = RNG.normal(size=(3, 3))
+        quat = RNG.normal(size=4)
+        msg = Odometry(child_frame_id=frames[1])
+        msg.header.stamp, msg.header.frame_id = ns_to_stamp(stamp), frames[0]
+        pose, twist = msg.pose.pose, msg.twist.twist
+        pose.position.x, pose.position.y, pose.position.z = p.tolist()
+        pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = quat.tolist()
+        twist.linear.x, twist.linear.y, twist.linear.z = lin.tolist()
+        twist.angular.x, twist.angular.y, twist.angular.z = ang.tolist()
+        assert same(writer.serialize(stamp, p, quat, lin, ang), msg)
+
+
+@pytest.mark.parametrize("count", [0, 1, 23])
+@pytest.mark.parametrize("twists", [True, False])
+def test_link_states(count, twists):
+    from sensor_msgs.msg import MultiDOFJointState
+
+    from dynik_ros.nodes.conversions import link_states_from_cdr, link_states_to_msg
+
+    names = [f"Link{i}" for i in range(count)]
+    writer = cdr_writer.LinkStatesWriter(names, "world", twists=twists)
+    for stamp in STAMPS:
+        p, lin, ang = RNG.normal(size=(3, count, 3))
+        q = RNG.normal(size=(count, 4))
+        q /= np.linalg.norm(q, axis=1, keepdims=True)
+        msg = link_states_to_msg(
+            stamp, names, p, q, lin if twists else None, ang if twists else None, "world"
+        )
+        data = writer.serialize(stamp, p, q, lin, ang)
+        assert same(data, msg)
+        assert isinstance(deserialize_message(data, MultiDOFJointState), MultiDOFJointState)
+        if count:
+            parsed = link_states_from_cdr(data)
+            assert parsed.stamp_ns == stamp and np.allclose(parsed.positions, p)
+
+
+@pytest.mark.parametrize("count", [0, 7, 29])
+def test_float64_array_and_joint_trajectory(count):
+    from builtin_interfaces.msg import Duration
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    values = RNG.normal(size=count)
+    assert same(
+        cdr_writer.Float64ArrayWriter(count).serialize(values), Float64MultiArray(data=float_array(values))
+    )
+    names = [f"joint_{i}" for i in range(count)]
+    for t in (0.0, 0.02, 1.5):
+        point = JointTrajectoryPoint(positions=float_array(values))
+        point.time_from_start = Duration(sec=int(t), nanosec=int(round((t - int(t)) * 1e9)))
+        msg = JointTrajectory(joint_names=names, points=[point])
+        assert same(cdr_writer.JointTrajectoryWriter(names, t).serialize(values), msg)
+
+
+def test_marker_array_template_learned_from_rclpy():
+    from geometry_msgs.msg import Point
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    markers = []
+    for k, count in enumerate((4, 0, 1, 40)):
+        m = Marker(ns=f"ns{k}", id=k, type=Marker.LINE_LIST, action=Marker.ADD, text="t" * k)
+        m.header.frame_id = "world"
+        m.points = [Point() for _ in range(count)]
+        markers.append(m)
+    array = MarkerArray(markers=markers)
+    writer = cdr_writer.MarkerArrayWriter(array)
+    for stamp in STAMPS:
+        clouds = [RNG.normal(size=(len(m.points), 3)) for m in markers]
+        data = writer.serialize(stamp, clouds)
+        for marker, cloud in zip(array.markers, clouds, strict=True):
+            marker.header.stamp = ns_to_stamp(stamp)
+            for point, (x, y, z) in zip(marker.points, cloud.tolist(), strict=True):
+                point.x, point.y, point.z = x, y, z
+        assert deserialize_message(data, MarkerArray) == array
