@@ -40,6 +40,7 @@ from dynik_ros.io.human_motion import (  # noqa: F401 - re-exported: the CLI's m
     read_npz_motion,
     save_npz_motion,
 )
+from dynik_ros.retarget.foot_figures import foot_figures
 
 LIMIT_TOLERANCE = 1e-6  # rad
 JOINT_STATES_TOPIC = "/dynik/joint_states"
@@ -266,27 +267,6 @@ class Summary:
     stats: dict[str, float]
 
 
-def contact_slides(result: Any) -> np.ndarray:
-    """Largest horizontal drift (m) of the achieved contact point within each contact phase (a phase ends
-    when the foot lifts or rolls onto another sole point), per foot; NaN without contact."""
-    out = []
-    for f in range(result.contacts.shape[1]):
-        states = result.contacts[:, f]
-        worst, k, n = float("nan"), 0, len(states)
-        while k < n:
-            if states[k] < 0:
-                k += 1
-                continue
-            start, point = k, states[k]
-            while k < n and states[k] == point:
-                k += 1
-            xy = result.contact_points[start:k, f, :2]
-            drift = float(np.linalg.norm(xy - xy[0], axis=1).max())
-            worst = drift if math.isnan(worst) else max(worst, drift)
-        out.append(worst)
-    return np.array(out)
-
-
 def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, elapsed: float) -> Summary:
     """The summary table: accuracy (eq. 15, 16), limit margins, peak joint speeds, timing.
 
@@ -309,8 +289,9 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
     ori_deg = np.degrees(result.orientation_error)
     frames = [t.frame for t in retargeter.targets.orientation_targets]
     worst_link = frames[int(ori_deg.max(axis=0).argmax())] if ori_deg.size else "-"
-    slides = contact_slides(result)
-    contact_share = (result.contacts >= 0).mean(axis=0) if result.contacts.size else np.zeros(0)
+    feet = foot_figures(
+        robot, result.q, times, result.contacts, retargeter.config.feet, retargeter.config.contact.blend_time
+    )
     stats = {
         "mnte_mean": float(result.mnte.mean()),
         "mnte_p95": float(np.percentile(result.mnte, 95)),
@@ -326,6 +307,10 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         "qp_failures": float((~result.solved).sum()),
         "elapsed_s": elapsed,
     }
+    for figures in feet:
+        stats[f"foot_{figures.side}_tilt_flat_max_deg"] = figures.tilt_flat_max_deg
+        stats[f"foot_{figures.side}_penetration_max_mm"] = figures.penetration_max_mm
+        stats[f"foot_{figures.side}_slide_max_mm"] = figures.slide_max_mm
     ok = finite and violation <= LIMIT_TOLERANCE and speed_breaches == 0
     verdict = (
         "OK"
@@ -364,12 +349,8 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         f"({robot.joint_names[int(ratio.argmax())] if ratio.size else '-'}; output finite differences)",
         f"{'joint-samples above the velocity limit':<44} {speed_breaches}",
     ]
-    for f, foot in enumerate(retargeter.config.feet):
-        slide = slides[f]
-        lines.append(
-            f"{'foot ' + foot.side + ': contact share / max slide':<44} {100 * contact_share[f]:.0f} % / "
-            + ("no contact" if math.isnan(slide) else f"{1e3 * slide:.1f} mm")
-        )
+    for figures in feet:  # measured on the written trajectory (retarget/foot_figures.py)
+        lines.append(f"{'foot ' + figures.side:<44} {figures.line()}")
     lines += [
         f"{'IK step p50 / p99 / max':<44} {stats['step_p50_ms']:.3f} / {stats['step_p99_ms']:.3f} / "
         f"{ms.max():.3f} ms",

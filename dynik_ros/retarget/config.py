@@ -112,7 +112,11 @@ class FootSpec:
 class ContactSpec:
     """Foot contact detection with hysteresis: contact starts when the human sole is below ``height_on``
     above the ground and moves slower than ``speed_on`` horizontally; it ends above ``height_off`` or
-    faster than ``speed_off``. After release the held position blends back in ``release_time`` seconds."""
+    faster than ``speed_off``. After release the held position blends back in ``release_time`` seconds.
+
+    ``hold``: in contact the foot stays where it landed (no slide); ``flatten``: in contact the robot sole
+    turns level (the heading it landed with; the human's heel/toe roll is taken up by the ankle), blended
+    in and out over ``blend_time`` seconds so the transitions are smooth."""
 
     enabled: bool = True
     height_on: float = 0.03
@@ -120,6 +124,9 @@ class ContactSpec:
     speed_on: float = 0.4
     speed_off: float = 0.8
     release_time: float = 0.15
+    hold: bool = True
+    flatten: bool = True
+    blend_time: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -258,6 +265,9 @@ class RetargetConfig:
             "speed_on": c.speed_on,
             "speed_off": c.speed_off,
             "release_time": c.release_time,
+            "hold": c.hold,
+            "flatten": c.flatten,
+            "blend_time": c.blend_time,
         }
         limits: dict[str, Any] = {}
         if self.position_limits:
@@ -609,7 +619,17 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
     c = r.mapping(
         top.get("contact") or {},
         "contact",
-        optional=("enabled", "height_on", "height_off", "speed_on", "speed_off", "release_time"),
+        optional=(
+            "enabled",
+            "height_on",
+            "height_off",
+            "speed_on",
+            "speed_off",
+            "release_time",
+            "hold",
+            "flatten",
+            "blend_time",
+        ),
     )
     contact = ContactSpec(
         enabled=r.boolean(c.get("enabled", True), "contact.enabled"),
@@ -618,6 +638,9 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         speed_on=r.number(c.get("speed_on", 0.4), "contact.speed_on", positive=True),
         speed_off=r.number(c.get("speed_off", 0.8), "contact.speed_off", positive=True),
         release_time=r.number(c.get("release_time", 0.15), "contact.release_time", minimum=0.0),
+        hold=r.boolean(c.get("hold", True), "contact.hold"),
+        flatten=r.boolean(c.get("flatten", True), "contact.flatten"),
+        blend_time=r.number(c.get("blend_time", 0.1), "contact.blend_time", minimum=0.0),
     )
     if contact.height_off < contact.height_on or contact.speed_off < contact.speed_on:
         raise r.error("contact", "hysteresis needs height_off >= height_on and speed_off >= speed_on")

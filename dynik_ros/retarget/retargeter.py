@@ -131,6 +131,10 @@ class Retargeter:
         pos_rows = {t.frame: i for i, t in enumerate(pos_specs)}
         self._foot_links = np.array([index[f.link] for f in config.feet], dtype=int)
         self._foot_offsets = np.array([calibration.offsets[f.frame] for f in config.feet]).reshape(-1, 3, 3)
+        ori_rows = {t.frame: i for i, t in enumerate(ori_specs)}
+        feet_with_ori = [(ori_rows[f.frame], k) for k, f in enumerate(config.feet) if f.frame in ori_rows]
+        self._foot_ori_rows = np.array([row for row, _ in feet_with_ori], dtype=int)
+        self._foot_ori_feet = np.array([k for _, k in feet_with_ori], dtype=int)
         self.contact = FootContact(
             config.feet, config.contact, calibration, self.links, [pos_rows[f.frame] for f in config.feet]
         )
@@ -231,6 +235,7 @@ class Retargeter:
         target_omegas = w[:, self._ori_links]
         target_positions, target_velocities = self.scaling.targets(p, r, v, w)
         foot_rotations = r[:, self._foot_links] @ self._foot_offsets
+        foot_omegas = w[:, self._foot_links].copy()
         flags = self.contact.apply(
             np.asarray(times, dtype=float),
             p,
@@ -238,8 +243,11 @@ class Retargeter:
             target_positions,
             target_velocities,
             foot_rotations,
-            w[:, self._foot_links],
+            foot_omegas,
         )
+        # the feet's orientation targets as the contact left them (level in contact, blended in and out)
+        target_rotations[:, self._foot_ori_rows] = foot_rotations[:, self._foot_ori_feet]
+        target_omegas[:, self._foot_ori_rows] = foot_omegas[:, self._foot_ori_feet]
         out = [
             Measurements(
                 target_positions[k],

@@ -18,6 +18,14 @@ hysteresis. While in contact the robot foot target keeps the horizontal position
 started (no sliding) and the lowest of its sole points stays on the ground plane (no floating); its
 velocity feed-forward is zero. After release the held offset fades out with time constant
 ``release_time``. Out of contact no sole point goes below the ground.
+
+Level soles (``contact.flatten``): the human's foot rolls (heel strike, toe-off) and a copied roll leaves
+a robot sole tilted while it is counted as standing. In contact the robot foot's orientation target turns
+to the level rotation with the heading it landed with, ``R_flat = R_z(psi_land)``, along the geodesic
+``R(alpha) = R_h exp(alpha log(R_h^T R_flat))`` with ``alpha`` rising from 0 to 1 over ``blend_time``
+after touch-down and falling back after lift-off; its angular-velocity target is scaled by
+``1 - alpha``. The heel that strikes first stays the pivot until the sole is flat, then the whole sole
+rests on the ground at the place it landed; the ankle takes up the human's roll within its limits.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import pinocchio as pin
 
 from dynik_ros.retarget.calibration import Calibration
 from dynik_ros.retarget.config import ContactSpec, FootSpec, TargetSpec
@@ -118,6 +127,10 @@ class FootContact:
         self.last = [np.zeros(3) for _ in range(n)]  # last target of the foot frame
         self.release_at = [0.0] * n
         self.release_delta: list[np.ndarray | None] = [None] * n
+        self.contact_at = [0.0] * n
+        self.landing_yaw = [0.0] * n
+        self.level = [0.0] * n  # alpha: 0 = the human's orientation, 1 = level (see the module docstring)
+        self.level_at_release = [0.0] * n
 
     def human_sole_heights(self, p: np.ndarray) -> np.ndarray:
         """Height of each human sole above the ground ``(N, n_feet)``: 0 when standing flat."""
@@ -135,16 +148,15 @@ class FootContact:
             [np.linalg.norm(v[:, group, :2], axis=2).min(axis=1) for group in self.sensor_links], axis=1
         )
 
-    def floor(self, foot_rotations: np.ndarray) -> np.ndarray:
-        """Lowest allowed height ``(N, n_feet)`` of each robot foot frame with orientations
-        ``(N, n_feet, 3, 3)``: its lowest sole point on the ground plane."""
-        return np.stack(
-            [
-                self.robot_ground - (foot_rotations[:, f, 2, :] @ sole.T).min(axis=1)
-                for f, sole in enumerate(self.soles)
-            ],
-            axis=1,
-        )
+    def _level_weight(self, f: int, t: float) -> float:
+        """``alpha`` of foot ``f`` at time ``t``: up over ``blend_time`` in contact, back down after."""
+        spec = self.spec
+        if not spec.flatten:
+            return 0.0
+        blend = max(spec.blend_time, 1e-9)
+        if self.in_contact[f]:
+            return min(1.0, (t - self.contact_at[f]) / blend)
+        return self.level_at_release[f] * max(0.0, 1.0 - (t - self.release_at[f]) / blend)
 
     def apply(
         self,
@@ -170,40 +182,61 @@ class FootContact:
             return flags
         heights = self.human_sole_heights(p)
         speeds = self.human_speeds(v) if v is not None else np.zeros_like(heights)
-        floor = self.floor(foot_rotations)
         spec, enabled = self.spec, self.spec.enabled
         tau = max(spec.release_time, 1e-9)
         h_list, s_list, t_list = heights.tolist(), speeds.tolist(), np.asarray(times, dtype=float).tolist()
+        blend = max(spec.blend_time, 1e-9)
         for f, row in enumerate(self.rows):
-            # sole points in world orientation (N, m, 3) and the lowest one per sample
-            points = np.einsum("nij,mj->nmi", foot_rotations[:, f], self.soles[f])
-            lowest = points[..., 2].argmin(axis=1).tolist()
+            sole = self.soles[f]
             for k in range(n):
                 t, h, s = t_list[k], h_list[k][f], s_list[k][f]
                 target = positions[k, row]
                 rate = velocities[k, row]
                 if self.in_contact[f]:
                     if h > spec.height_off or s > spec.speed_off:
+                        self.level_at_release[f] = self._level_weight(f, t)
                         self.in_contact[f] = False
                         self.release_at[f] = t
                         self.release_delta[f] = self.last[f] - target
+                        self.level[f] = 0.0
                 elif enabled and h < spec.height_on and s < spec.speed_on:
                     self.in_contact[f] = True
+                    self.contact_at[f] = t
+                    heading = foot_rotations[k, f][:, 0]
+                    self.landing_yaw[f] = math.atan2(heading[1], heading[0])
                     delta = self.release_delta[f]
                     if delta is not None:  # landing again while the last release still fades
                         target += delta * math.exp(-(t - self.release_at[f]) / tau)
-                    j = lowest[k]
-                    self.point[f] = j
-                    self.anchor[f] = target + points[k, j]
-                    self.anchor[f][2] = self.robot_ground
+                    self.point[f] = -1  # anchored below, at the lowest point of this sample
                     self.release_delta[f] = None
-                if self.in_contact[f]:
-                    j = lowest[k]
-                    if j != self.point[f]:  # rolled onto another sole point: anchor it where it is
-                        self.anchor[f] = self.last[f] + points[k, j]
+                alpha = self._level_weight(f, t)
+                if alpha > 0.0:  # towards the level sole (module docstring)
+                    r_h = foot_rotations[k, f]
+                    c, sn = math.cos(self.landing_yaw[f]), math.sin(self.landing_yaw[f])
+                    level = np.array(((c, -sn, 0.0), (sn, c, 0.0), (0.0, 0.0, 1.0)))
+                    turn = pin.log3(r_h.T @ level)  # the whole way to level, in the human foot's frame
+                    foot_rotations[k, f] = r_h @ pin.exp3(alpha * turn)
+                    # feed-forward: the human's rotation fading out plus the blend's own rate d(alpha)/dt
+                    rate_alpha = 0.0
+                    if 0.0 < alpha < 1.0:
+                        rate_alpha = 1.0 / blend if self.in_contact[f] else -self.level_at_release[f] / blend
+                    foot_omegas[k, f] = (1.0 - alpha) * foot_omegas[k, f] + rate_alpha * (r_h @ turn)
+                points = sole @ foot_rotations[k, f].T  # sole points in world orientation (m, 3)
+                j = int(points[:, 2].argmin())
+                if self.in_contact[f] and not spec.hold:  # contact without holding: only kept above the floor
+                    flags[k, f] = j
+                elif self.in_contact[f]:
+                    if self.point[f] < 0:  # touch-down: the lowest point lands where it is
+                        self.anchor[f] = target + points[j]
                         self.anchor[f][2] = self.robot_ground
                         self.point[f] = j
-                    lever = points[k, j]
+                    elif j != self.point[f] and points[j, 2] < points[self.point[f], 2] - 1e-9:
+                        # rolled onto another sole point: anchor it where it is (a flat sole ties: keep)
+                        self.anchor[f] = self.last[f] + points[j]
+                        self.anchor[f][2] = self.robot_ground
+                        self.point[f] = j
+                    j = self.point[f]
+                    lever = points[j]
                     target[:] = self.anchor[f] - lever
                     rate[:] = -np.cross(foot_omegas[k, f], lever)
                     self.last[f] = target.copy()
@@ -216,8 +249,11 @@ class FootContact:
                     rate -= (fade / tau) * delta
                     if fade < 1e-4:
                         self.release_delta[f] = None
-                if target[2] < floor[k, f]:
-                    target[2] = floor[k, f]
-                    rate[2] = max(rate[2], 0.0)
+                floor = self.robot_ground - points[j, 2]  # no sole point below the ground
+                if target[2] < floor:
+                    target[2] = floor
+                    # the floor's own rate as the foot turns: the lowest point's height is -(w x lever)_z
+                    floor_rate = -float(np.cross(foot_omegas[k, f], points[j])[2])
+                    rate[2] = max(rate[2], floor_rate, 0.0)
                 self.last[f] = target.copy()
         return flags

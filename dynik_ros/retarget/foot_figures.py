@@ -1,0 +1,107 @@
+"""Can a robot stand on these feet? Sole figures measured on the output trajectory (forward kinematics).
+
+Per foot, from the robot configurations actually written (not the targets):
+
+* contact phases: runs of samples the retargeter counted as in contact (its hysteresis state);
+* tilt: angle between the foot frame's z axis and the world vertical, over the *flat* part of each phase
+  (after the ``blend_time`` that turns a heel-striking foot level, until lift-off), and separately its
+  largest value during those blends, so nothing is hidden;
+* penetration: how far the lowest sole point goes below the ground, over every sample (in contact or not);
+* slide: horizontal drift of the sole's centre from where it was when the phase turned flat, largest per
+  phase, then mean and max over the phases.
+
+The foot frame's z is taken as the sole normal (true for the registry robots' ankle-roll frames). ROS-free.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+
+@dataclass
+class FootFigures:
+    side: str
+    contact_share: float  # fraction of samples in contact
+    phases: int  # contact phases with a flat part
+    tilt_flat_max_deg: float  # over the flat parts of the phases (NaN without one)
+    tilt_blend_max_deg: float  # during the touch-down blends
+    penetration_max_mm: float  # deepest sole point below the ground, any sample (0 if never below)
+    slide_mean_mm: float  # mean over phases of the largest drift of the sole centre
+    slide_max_mm: float
+
+    def line(self) -> str:
+        below = f"below ground max {self.penetration_max_mm:.1f} mm"
+        if not self.phases:
+            return f"contact {100 * self.contact_share:.0f} %, no flat phase; {below}"
+        return (
+            f"contact {100 * self.contact_share:.0f} % ({self.phases} phases); flat: tilt max "
+            f"{self.tilt_flat_max_deg:.1f} deg, slide mean/max {self.slide_mean_mm:.1f}/"
+            f"{self.slide_max_mm:.1f} mm; touch-down tilt max {self.tilt_blend_max_deg:.1f} deg; {below}"
+        )
+
+
+def _phases(states: np.ndarray) -> list[tuple[int, int]]:
+    """``[start, end)`` runs of ``states >= 0``."""
+    inside = np.concatenate(([False], states >= 0, [False]))
+    edges = np.flatnonzero(np.diff(inside.astype(int)))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
+
+
+def foot_figures(
+    robot: object,
+    q: np.ndarray,
+    times: np.ndarray,
+    contacts: np.ndarray,
+    feet: Sequence[object],
+    blend_time: float,
+    ground: float = 0.0,
+) -> list[FootFigures]:
+    """:class:`FootFigures` of each foot (``feet``: the map's ``FootSpec``s: ``side``, ``frame``, ``sole``)
+    for configurations ``q`` ``(N, nq)`` at ``times``, with the retargeter's ``contacts`` ``(N, n_feet)``."""
+    model = robot.model
+    data = model.createData()
+    frame_ids = [robot.frame_id(f.frame) for f in feet]
+    n = len(q)
+    positions = np.empty((n, len(feet), 3))
+    rotations = np.empty((n, len(feet), 3, 3))
+    for k in range(n):
+        pin.framesForwardKinematics(model, data, q[k])
+        for f, fid in enumerate(frame_ids):
+            positions[k, f] = data.oMf[fid].translation
+            rotations[k, f] = data.oMf[fid].rotation
+    times = np.asarray(times, dtype=float)
+    out = []
+    for f, foot in enumerate(feet):
+        sole = np.array(foot.sole, dtype=float).reshape(-1, 3)
+        points = positions[:, f, None, :] + np.einsum("nij,mj->nmi", rotations[:, f], sole)
+        depth = ground - points[..., 2].min(axis=1)
+        centre = positions[:, f] + rotations[:, f] @ sole.mean(axis=0)
+        tilt = np.degrees(np.arccos(np.clip(rotations[:, f, 2, 2], -1.0, 1.0)))
+        flat_tilts, blend_tilts, slides = [], [], []
+        for start, end in _phases(contacts[:, f]) if contacts.size else []:
+            flat = start + int(np.searchsorted(times[start:end], times[start] + blend_time - 1e-9))
+            if flat > start:
+                blend_tilts.append(tilt[start:flat].max())
+            if flat >= end:
+                continue
+            flat_tilts.append(tilt[flat:end].max())
+            drift = np.linalg.norm(centre[flat:end, :2] - centre[flat, :2], axis=1)
+            slides.append(drift.max())
+        out.append(
+            FootFigures(
+                side=str(foot.side),
+                contact_share=float((contacts[:, f] >= 0).mean()) if contacts.size else 0.0,
+                phases=len(slides),
+                tilt_flat_max_deg=float(max(flat_tilts)) if flat_tilts else math.nan,
+                tilt_blend_max_deg=float(max(blend_tilts)) if blend_tilts else 0.0,
+                penetration_max_mm=1e3 * max(0.0, float(depth.max())) if n else 0.0,
+                slide_mean_mm=1e3 * float(np.mean(slides)) if slides else math.nan,
+                slide_max_mm=1e3 * float(np.max(slides)) if slides else math.nan,
+            )
+        )
+    return out

@@ -1,0 +1,86 @@
+"""Feet a robot can stand on (issue 9): level, still, above the ground while in contact; figures measured
+on the written trajectory (retarget/foot_figures.py) checked against known motions first."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from dynik_ros.retarget.foot_figures import foot_figures
+from dynik_ros.retarget.retargeter import Retargeter
+
+
+@pytest.fixture(scope="module")
+def g1():
+    return Retargeter.from_config("g1")
+
+
+def test_figures_measure_a_known_tilt_slide_and_depth(g1):
+    """The whole robot moved by hand: during a 0.5 s contact the base slides 4 mm, then tilts 5 deg about
+    x and sinks until the lowest sole point is 3 mm under the ground."""
+    robot, feet = g1.robot, g1.config.feet
+    q0 = g1.initial_configuration()
+    times = np.arange(0.0, 1.0, 0.01)
+    q = np.repeat(q0[None], len(times), axis=0)
+    contacts = np.full((len(times), len(feet)), -1)
+    contacts[20:70] = 0  # in contact from 0.2 s to 0.7 s: flat from 0.3 s (blend 0.1 s)
+    q[40:70, 0] += np.linspace(0.0, 0.004, 30)  # slides 4 mm along x
+    tilted = pin.Quaternion(pin.rpy.rpyToMatrix(np.radians(5.0), 0.0, 0.0))
+    q[80:, 3:7] = tilted.coeffs()
+    data = robot.model.createData()
+    pin.framesForwardKinematics(robot.model, data, q[80])
+    lowest = min(
+        (data.oMf[robot.frame_id(f.frame)].act(point)[2] for f in feet for point in np.array(f.sole)),
+    )
+    q[80:, 2] -= lowest + 0.003  # lowest sole point 3 mm under the ground
+    figures = foot_figures(robot, q, times, contacts, feet, blend_time=0.1)
+    left = figures[0]
+    assert left.phases == 1 and left.contact_share == pytest.approx(0.5)
+    assert left.slide_max_mm == pytest.approx(4.0, abs=0.05)
+    assert left.tilt_flat_max_deg < 0.5  # the standing pose is level; the tilt comes after contact
+    assert max(f.penetration_max_mm for f in figures) == pytest.approx(3.0, abs=0.01)
+    contacts[75:] = 0
+    late = foot_figures(robot, q, times, contacts, feet, blend_time=0.1)[0]
+    assert late.tilt_flat_max_deg == pytest.approx(5.0, abs=0.2)  # the tilted pose, counted in contact
+
+
+def _walk(retargeter: Retargeter, flatten: bool):
+    from dynik_ros.cli.retarget import synthetic_motion
+
+    contact = dataclasses.replace(retargeter.config.contact, flatten=flatten)
+    retargeter.config = dataclasses.replace(retargeter.config, contact=contact)
+    retargeter.contact.spec = contact
+    retargeter.reset()
+    motion = synthetic_motion("walking", 6.0, 100.0)
+    measurements, flags = retargeter.motion_measurements(motion)
+    ik = retargeter.make_ik()
+    retargeter.settle(ik, measurements[0], 1.0)
+    result = retargeter.run(motion.times, measurements, ik, contacts=flags)
+    late = result.times >= 0.5  # the first half second after settling on a frozen frame is a transient
+    figures = foot_figures(
+        retargeter.robot, result.q, result.times, result.contacts, retargeter.config.feet, 0.1
+    )
+    depth = foot_figures(
+        retargeter.robot,
+        result.q[late],
+        result.times[late],
+        result.contacts[late],
+        retargeter.config.feet,
+        0.1,
+    )
+    return result, figures, depth
+
+
+def test_g1_walk_stands_on_level_still_soles_and_the_option_turns_it_off():
+    on, figures, after = _walk(Retargeter.from_config("g1"), flatten=True)
+    for f, late in zip(figures, after, strict=True):
+        assert f.phases >= 4
+        assert f.tilt_flat_max_deg <= 3.0, f.line()
+        assert f.slide_max_mm <= 5.0, f.line()
+        assert late.penetration_max_mm <= 2.0, late.line()
+    off, figures_off, _ = _walk(Retargeter.from_config("g1"), flatten=False)
+    assert min(f.tilt_flat_max_deg for f in figures_off) > 20.0  # the human's heel/toe roll, copied
+    assert on.mnte.mean() < 2e-3 and off.mnte.mean() < 2e-3
