@@ -12,6 +12,10 @@ Two runs in one invocation, for a ratio measured on the same machine at the same
   ``nodes/cdr_writer.py``; the template is still filled, a few microseconds, so this slightly overstates it);
 * ``serialized``: the template bytes published through rclpy's serialized path (what the nodes do).
 
+Then the output path alone, which a loaded machine cannot blur: each node's per-sample outputs built and
+published (a publisher with no subscriber) as messages and as serialized templates, alternating in rounds
+so that both see the same load; thread time per sample and the ratio.
+
     python benchmarks/node_cpu.py [--quick] [--rate 240] [--duration 10]
 
 Targets (issue 10): ik_node <= 1.2 ms CPU per sample at 240 Hz with markers on; the pipeline <= 40 % of
@@ -145,6 +149,77 @@ def run_once(mode: str, rate: float, duration: float, domain_id: int) -> dict[st
     }
 
 
+def output_paths(rounds: int, per_round: int, domain_id: int) -> dict[str, tuple[float, float]]:
+    """Thread time (us) per sample of each node's outputs, ``(messages, serialized)``."""
+    import numpy as np
+    import rclpy
+    from nav_msgs.msg import Odometry
+    from rclpy.context import Context
+    from sensor_msgs.msg import JointState, MultiDOFJointState
+    from std_msgs.msg import Float64MultiArray
+
+    from dynik_ros.core.quaternion import quaternion_from_rotation, rotation_from_quaternion
+    from dynik_ros.core.robot_model import RobotModel
+    from dynik_ros.models.assets import urdf_path
+    from dynik_ros.nodes import cdr_writer
+    from dynik_ros.nodes.common import RELIABLE_QOS, SENSOR_QOS
+    from dynik_ros.nodes.conversions import float_array, joint_state_msg, link_states_to_msg, odometry_msg
+
+    robot = RobotModel.from_urdf_file(urdf_path("human66"))
+    names, n = robot.joint_names, robot.n_joints
+    rng = np.random.default_rng(1)
+    s, ds = rng.normal(size=(2, n))
+    p, v, w = rng.normal(size=(3, 3))
+    r = rotation_from_quaternion(np.array([0.1, 0.2, 0.3, 0.9]))
+    links = [f"L{i}" for i in range(23)]
+    lp, lv, lw = rng.normal(size=(3, 23, 3))
+    lq = rng.normal(size=(23, 4))
+    lq /= np.linalg.norm(lq, axis=1, keepdims=True)
+    context = Context()
+    rclpy.init(args=[], context=context, domain_id=domain_id)
+    node = rclpy.create_node("output_path_bench", context=context)
+    pub_js = node.create_publisher(JointState, "/bench/js", RELIABLE_QOS)
+    pub_odom = node.create_publisher(Odometry, "/bench/odom", RELIABLE_QOS)
+    pub_links = node.create_publisher(MultiDOFJointState, "/bench/links", SENSOR_QOS)
+    pub_cmd = node.create_publisher(Float64MultiArray, "/bench/cmd", RELIABLE_QOS)
+    js, odom = cdr_writer.JointStateWriter(names), cdr_writer.OdometryWriter("world", "Pelvis")
+    link_writer, cmd = cdr_writer.LinkStatesWriter(links, "world"), cdr_writer.Float64ArrayWriter(n)
+    paths = {
+        "ik_node (JointState 66 + Odometry)": (
+            lambda: (
+                pub_js.publish(joint_state_msg(1, names, s, ds)),
+                pub_odom.publish(odometry_msg(1, "world", "Pelvis", p, r, v, w)),
+            ),
+            lambda: (
+                pub_js.publish(js.serialize(1, s, ds)),
+                pub_odom.publish(odom.serialize(1, p, quaternion_from_rotation(r), v, w)),
+            ),
+        ),
+        "wearable_node (23 links)": (
+            lambda: pub_links.publish(link_states_to_msg(1, links, lp, lq, lv, lw, "world")),
+            lambda: pub_links.publish(link_writer.serialize(1, lp, lq, lv, lw)),
+        ),
+        "bridge_node (66 commands)": (
+            lambda: pub_cmd.publish(Float64MultiArray(data=float_array(s))),
+            lambda: pub_cmd.publish(cmd.serialize(s)),
+        ),
+    }
+    totals = {name: [0.0, 0.0] for name in paths}
+    try:
+        for _ in range(rounds):
+            for name, pair in paths.items():
+                for i, path in enumerate(pair):
+                    start = time.thread_time()
+                    for _ in range(per_round):
+                        path()
+                    totals[name][i] += time.thread_time() - start
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+    count = rounds * per_round
+    return {name: (a / count * 1e6, b / count * 1e6) for name, (a, b) in totals.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 s per mode (CI smoke run)")
@@ -164,6 +239,11 @@ def main(argv: list[str] | None = None) -> int:
             f"  {r['mode']:10s}: {r['samples']} samples, {r['ik_steps']} IK steps, {r['commands']} commands; "
             f"process {r['process_per_sample_us']:.0f} us/sample, {100 * r['core_share']:.0f} % of one core"
         )
+    rounds, per_round = (5, 200) if args.quick else (20, 500)
+    print(f"Output path alone (thread time per sample, us; {rounds} alternating rounds of {per_round}):")
+    print(f"  {'outputs':36s} {'messages':>10s} {'serialized':>11s} {'ratio':>7s}")
+    for name, (a, b) in output_paths(rounds, per_round, domain).items():
+        print(f"  {name:36s} {a:10.1f} {b:11.1f} {b / a:7.2f}")
     ik_us = results[1]["per_sample_us"]["ik_node"]
     print(
         f"  targets: ik_node <= 1200 us/sample ({ik_us:.0f}: {'met' if ik_us <= 1200 else 'missed'}), "
