@@ -139,3 +139,21 @@ def test_hostile_capture_files_give_one_line_and_exit_status_2(tmp_path, capsys,
         assert code == 2, (name, err)
         assert len(lines) == 1 and lines[0].startswith("dynik-retarget: error:"), (name, err)
         assert name in lines[0] and "Traceback" not in err, (name, lines[0])
+
+
+def test_npz_motion_files_are_checked_too(tmp_path, capsys, walk):
+    """--npz input goes through the capture checks: the floor is reported (not shifted), a NaN is one
+    line naming the file and the frame."""
+    from dynik_ros.io.human_motion import save_npz_motion
+
+    path = save_npz_motion(walk, tmp_path / "walk.npz")
+    code, _, err = _run(capsys, "--npz", path, "--out", tmp_path / "out")
+    assert code == 0, err
+    assert "walk.npz: the feet put the floor at z = -0.037 m" in err and "not shifted" in err
+    bad = synthetic_human_motion("walking", duration=0.5, rate=60.0)
+    bad.positions = bad.positions.copy()
+    bad.positions[12, 3, 0] = np.inf
+    path = save_npz_motion(bad, tmp_path / "bad.npz")
+    code, _, err = _run(capsys, "--npz", path, "--out", tmp_path / "out2")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "bad.npz" in lines[0] and "frame 12: position of" in lines[0]

@@ -564,7 +564,10 @@ def _read_motion_file(args: argparse.Namespace) -> HumanMotion:
             if found == "bvh":
                 options.update(skeleton=args.skeleton, unit=args.unit, tpose_frame=args.tpose_frame)
             return read_motion_file(path, found, **options)
-        return read_bag_motion(path, args.topic) if args.bag is not None else read_npz_motion(path)
+        motion = read_bag_motion(path, args.topic) if args.bag is not None else read_npz_motion(path)
+        from dynik_ros.io.capture_checks import check_motion
+
+        return check_motion(motion, str(path), floor="report")  # taken as they are: the floor only reported
     except Exception as exc:  # noqa: BLE001 - a reader's own error types vary (rosbags, zipfile, numpy)
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         kind = (
