@@ -533,6 +533,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="output bag storage")
     parser.add_argument("--no-bag", action="store_true", help="do not write the rosbag2")
     parser.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    parser.add_argument(
+        "--video",
+        type=Path,
+        help="also render the human and the robot side by side: .png (a strip of --frames), .gif or .mp4",
+    )
+    parser.add_argument("--frames", type=int, default=8, help="frames in a --video .png strip (default 8)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--list", action="store_true", help="list the robots with a map and exit")
     return parser
@@ -603,6 +609,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.duration <= 0 or args.rate <= 0:
         parser.error("--duration and --rate must be positive")
+    if args.video is not None:
+        from dynik_ros.retarget.render import check_video_path
+
+        try:
+            check_video_path(args.video)
+        except ValueError as exc:
+            print(f"dynik-retarget: error: {exc}", file=sys.stderr)
+            return 2
     try:
         retargeter = Retargeter.from_config(args.robot, args.calibration)
         if sum(x is not None for x in (args.input, args.bag, args.npz, args.motion)) > 1:
@@ -685,6 +699,18 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_plots:
         written += plot_joints(args.out, retargeter.robot, result, ik_config.limit_gain)
         written.append(plot_errors(args.out, retargeter, result))
+    if args.video is not None:
+        from dynik_ros.retarget.render import SideBySide, render
+
+        scene = SideBySide(
+            motion.links, motion.positions, retargeter.robot, result.q, result.times,
+            retargeter.config.feet, result.contacts, retargeter.config.name,
+        )  # fmt: skip
+        try:
+            written.append(render(args.video, scene, frames=args.frames))
+        except ValueError as exc:
+            print(f"dynik-retarget: error: {exc}", file=sys.stderr)
+            return 2
     summary_path = args.out / "summary.txt"
     summary_path.write_text(summary.text + "\n", encoding="utf-8")
     written.append(summary_path)
