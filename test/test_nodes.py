@@ -826,6 +826,20 @@ def test_absurd_but_finite_links_are_refused_and_tracking_goes_on(h, samples, gl
     assert all(np.all(np.isfinite(j.position)) for j in joints)
 
 
+def test_a_person_walking_kilometres_from_the_origin_is_still_tracked(h, samples):
+    """Half an hour of outdoor walking puts the pelvis 2 km from where the suit started: the old 1000 m
+    plausibility bound refused every sample from then on (the full-size fuzz runs' endless walk found it)."""
+    solver, joints, pub = _robust_ik(h, max_future_stamp=0.0)
+    t0, period = 10**18, 10**9 // 120
+    for k in range(20):
+        msg = link_msg(samples[k], t0 + k * period)
+        for t in msg.transforms:
+            t.translation.x += 2000.0
+        _deliver(h, solver, pub, msg)
+    assert solver.rejections.total == 0 and solver.steps == 19
+    assert abs(solver.ik.base_position[0] - 2000.0) < 2.0
+
+
 def test_a_teleport_that_stays_is_accepted_after_three_samples_and_keeps_the_posture(h, samples):
     """The world moved under the person (100 m): after 3 samples the base follows; the joints continue
     from where they were (restarting from the neutral posture took 0.6-1.1 s to track again)."""

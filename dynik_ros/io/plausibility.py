@@ -29,7 +29,7 @@ class PlausibilityGuard:
 
     def __init__(
         self,
-        max_position: float = 1000.0,
+        max_position: float = 1e5,
         max_linear_speed: float = 50.0,
         max_angular_speed: float = 100.0,
         jump_margin: float = 0.5,

@@ -129,7 +129,7 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
             params.get("max_stamp_jump", 0.5),
         )
         self.plausible = plausibility.PlausibilityGuard(
-            params.get("max_link_distance", 1000.0),
+            params.get("max_link_distance", 1e5),
             params.get("max_link_speed", 50.0),
             params.get("max_link_angular_speed", 100.0),
         )

@@ -82,8 +82,9 @@ IK_PARAMS = (
     ),
     ParamSpec(
         "max_link_distance",
-        1000.0,
-        "Links further from the world origin are implausible [m] (io/plausibility.py).",
+        1e5,
+        "Links further from the world origin are implausible [m] (io/plausibility.py); 100 km: a long "
+        "outdoor walk stays inside, absurd values (1e20 m) do not.",
         low=1e-3,
         high=1e12,
     ),
