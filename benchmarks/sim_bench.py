@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         worst = min(worst, rtf)
         print(f"{mode:10s} {rtf:17.2f} {build:16.2f}")
     print("\ntracking at 50 Hz commands (robot hanging in the harness), delay over the joints:")
-    print(f"{'interface':32s} {'p50 [ms]':>9s} {'max [ms]':>9s} {'RMS after shift max [rad]':>26s}")
+    print(f"{'interface':42s} {'p50 [ms]':>9s} {'max [ms]':>9s} {'RMS after shift max [rad]':>26s}")
     runs = [("forward_command", 0.0), ("joint_trajectory", 0.02), ("joint_trajectory", 0.05)]
     if args.quick:
         runs = runs[:1]
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         label = interface if interface == "forward_command" else f"{interface} (time_from_start {tfs:.2f} s)"
         p50[label] = result.delay_p50
         print(
-            f"{label:32s} {1e3 * result.delay_p50:9.1f} {1e3 * result.delay.max():9.1f} "
+            f"{label:42s} {1e3 * result.delay_p50:9.1f} {1e3 * result.delay.max():9.1f} "
             f"{result.rms_after_shift.max():26.4f}"
         )
     ok = worst >= 1.0 and min(p50.values()) <= 0.06

@@ -246,3 +246,21 @@ def test_collada_collision_meshes_become_convex_hulls_of_the_same_vertices():
         n = np.cross(b - a, c - a)
         assert np.dot(n, normal) > 0  # stored normal agrees with the winding
         assert np.max((vertices - a) @ (n / np.linalg.norm(n))) < 1e-5
+
+
+def test_a_diverged_simulation_restarts_from_the_start_pose_and_is_counted():
+    """MuJoCo resets a simulation whose state went non-finite to the model's zero pose (the base inside
+    the ground); the simulator puts the robot back in its start pose, at rest, holding it."""
+    sim = _g1()
+    start, rotation = sim.base_pose()
+    sim.follower.set_positions(sim.follower.position + 0.1, sim.time)
+    sim.step(100)
+    sim.data.qvel[10] = np.nan  # a blow-up
+    sim.step(1)
+    assert sim.instabilities == 1 and sim.follower.counts.accepted == 1  # the recovery is no command
+    position, now = sim.base_pose()
+    np.testing.assert_allclose(position, start, atol=1e-9)
+    np.testing.assert_allclose(now, rotation, atol=1e-9)
+    sim.step(500)
+    assert sim.instabilities == 1 and np.all(np.isfinite(sim.data.qpos))
+    assert np.linalg.norm(sim.base_pose()[0] - start) < 0.02

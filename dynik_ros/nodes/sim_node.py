@@ -455,6 +455,7 @@ class SimNode(DynikLifecycleNode):
             "values_clipped": counts.clipped_values,
             "inactive_commands": self.inactive_commands,
             "refused_base_targets": self.refused_targets,
+            "instabilities": sim.instabilities,
             "base_height": float(position[2]),
             "base_tilt_deg": tilt,
             "mocap_published": self.mocap_published,

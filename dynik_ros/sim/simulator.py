@@ -154,6 +154,17 @@ class Simulator:
         self._all_qpos = np.array([model.jnt_qposadr[i] for i in hinge], dtype=int)
         self._all_dof = np.array([model.jnt_dofadr[i] for i in hinge], dtype=int)
         self._set_initial_state(np.asarray(initial_q, dtype=float), list(joint_names))
+        self._initial_qpos = self.data.qpos.copy()
+        self.instabilities = 0  # MuJoCo found NaN/huge qpos, qvel or qacc and reset: the start pose restored
+        self._bad = [
+            int(w)
+            for w in (
+                mujoco.mjtWarning.mjWARN_BADQPOS,
+                mujoco.mjtWarning.mjWARN_BADQVEL,
+                mujoco.mjtWarning.mjWARN_BADQACC,
+            )
+        ]
+        self._bad_seen = 0
         initial = self.data.qpos[self.qpos_adr].copy()
         self.follower = JointTrajectoryFollower(self.joint_names, lower, upper, initial)
         self._set_gains()
@@ -416,3 +427,19 @@ class Simulator:
                 self._harness_wrench()
             mj.mj_step(model, data)
         self.stats.add(data.time - start_sim, time.perf_counter() - start_wall, n)
+        bad = sum(int(data.warning[w].number) for w in self._bad)
+        if bad != self._bad_seen:
+            self._bad_seen = bad
+            self._recover()
+
+    def _recover(self) -> None:
+        """After MuJoCo reset a diverged simulation (to the model's zero pose, the base inside the ground):
+        the start pose again, at rest, every joint holding its start position; counted."""
+        self.instabilities += 1
+        data = self.data
+        data.qpos[:] = self._initial_qpos
+        data.qvel[:] = 0.0
+        data.xfrc_applied[:] = 0.0
+        self.follower.hold(self._initial_qpos[self.qpos_adr])
+        data.ctrl[self.actuator_ids] = self.follower.position
+        self._mj.mj_forward(self.model, data)

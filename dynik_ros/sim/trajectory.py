@@ -142,6 +142,16 @@ class JointTrajectoryFollower:
         self._pending.clear()
         self.counts.accepted += 1
 
+    def hold(self, positions: np.ndarray) -> None:
+        """Drop any trajectory and hold ``positions`` (clipped; not a command: nothing is counted)."""
+        values = np.asarray(positions, dtype=float).reshape(-1)
+        if values.size != len(self.joint_names) or not np.all(np.isfinite(values)):
+            raise ValueError("hold: one finite position per joint")
+        self.position = np.clip(values, self.lower, self.upper)
+        self.velocity = np.zeros_like(self.position)
+        self._active = None
+        self._pending.clear()
+
     def set_trajectory(
         self,
         joint_names: list[str],
