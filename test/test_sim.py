@@ -264,3 +264,21 @@ def test_a_diverged_simulation_restarts_from_the_start_pose_and_is_counted():
     sim.step(500)
     assert sim.instabilities == 1 and np.all(np.isfinite(sim.data.qpos))
     assert np.linalg.norm(sim.base_pose()[0] - start) < 0.02
+
+
+def test_the_pacer_keeps_real_time_in_bounded_chunks_and_drops_a_larger_debt():
+    from dynik_ros.sim.session import Pacer
+
+    pacer = Pacer(timestep=0.001, real_time_factor=1.0, max_chunk=0.05)
+    pacer.restart(wall=100.0, sim=0.0)
+    assert pacer.steps(100.010, 0.0) == 10
+    assert pacer.steps(100.0115, 0.010) == 1
+    assert pacer.steps(101.0, 0.011) == 50  # 989 due: one chunk now, the rest dropped and counted
+    assert pacer.overruns == 1 and pacer.dropped == pytest.approx(0.939)
+    assert pacer.steps(101.0, 0.061) == 0  # caught up with the dropped time accounted for
+    assert pacer.steps(101.005, 0.061) == 5
+    fast = Pacer(timestep=0.001, real_time_factor=2.0, max_chunk=0.05)
+    fast.restart(wall=0.0, sim=0.0)
+    assert fast.steps(0.01, 0.0) == 20
+    free = Pacer(timestep=0.002, real_time_factor=0.0, max_chunk=0.05)
+    assert free.steps(0.0, 0.0) == 25 and free.steps(0.0, 1.0) == 25  # as fast as asked, chunk by chunk
