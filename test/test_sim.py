@@ -248,9 +248,10 @@ def test_collada_collision_meshes_become_convex_hulls_of_the_same_vertices():
         assert np.max((vertices - a) @ (n / np.linalg.norm(n))) < 1e-5
 
 
-def test_a_diverged_simulation_restarts_from_the_start_pose_and_is_counted():
+def test_a_diverged_simulation_restarts_from_the_start_pose_and_is_counted(tmp_path, monkeypatch):
     """MuJoCo resets a simulation whose state went non-finite to the model's zero pose (the base inside
     the ground); the simulator puts the robot back in its start pose, at rest, holding it."""
+    monkeypatch.chdir(tmp_path)  # MuJoCo writes its warning to MUJOCO_LOG.TXT in the working directory
     sim = _g1()
     start, rotation = sim.base_pose()
     sim.follower.set_positions(sim.follower.position + 0.1, sim.time)
