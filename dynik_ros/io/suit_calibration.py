@@ -145,6 +145,7 @@ class SuitCalibration:
     offsets: dict[str, np.ndarray] = field(default_factory=dict)  # R_off per segment
     pose: str = "tpose"
     samples: int = 0
+    _quat_cache: tuple | None = field(default=None, repr=False, compare=False)  # (names, q_A, q_off)
 
     @property
     def world_rotation(self) -> np.ndarray:
@@ -198,6 +199,20 @@ class SuitCalibration:
         name = max(angles, key=angles.get)
         return name, angles[name]
 
+    def _offsets(self, names: Sequence[str]) -> np.ndarray:
+        """``R_off`` per name ``(L, 3, 3)``; identity for a segment without one."""
+        return np.stack([self.offsets.get(n, np.eye(3)) for n in names])
+
+    def _aligned(
+        self, positions: np.ndarray, linear: np.ndarray | None, angular: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """``R_A (p - o)``, ``R_A v``, ``R_A w``."""
+        r_a = self.world_rotation
+        p = (np.asarray(positions, float) - self.origin) @ r_a.T
+        lin = None if linear is None else np.asarray(linear, float) @ r_a.T
+        ang = None if angular is None else np.asarray(angular, float) @ r_a.T
+        return p, lin, ang
+
     def apply(
         self,
         names: Sequence[str],
@@ -208,14 +223,8 @@ class SuitCalibration:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
         """Calibrated ``(positions, rotations, linear, angular)``; segments without an offset keep their
         orientation (only the world alignment applies)."""
-        r_a = self.world_rotation
-        p = (np.asarray(positions, float) - self.origin) @ r_a.T
-        r = r_a[None] @ np.asarray(rotations, float)
-        if self.offsets:
-            offs = np.stack([self.offsets.get(n, np.eye(3)) for n in names])
-            r = r @ offs
-        lin = None if linear is None else np.asarray(linear, float) @ r_a.T
-        ang = None if angular is None else np.asarray(angular, float) @ r_a.T
+        p, lin, ang = self._aligned(positions, linear, angular)
+        r = self.world_rotation[None] @ np.asarray(rotations, float) @ self._offsets(names)
         return p, r, lin, ang
 
     def apply_quaternions(
@@ -226,17 +235,18 @@ class SuitCalibration:
         linear: np.ndarray | None = None,
         angular: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
-        """:meth:`apply` on unit quaternions ``(L, 4)`` x y z w: ``q' = q_A ⊗ q ⊗ q_off`` (no matrices)."""
-        r_a = self.world_rotation
+        """:meth:`apply` on unit quaternions ``(L, 4)`` x y z w: ``q' = q_A ⊗ q ⊗ q_off`` (no matrices;
+        the offsets are converted once per link set)."""
         key = tuple(names)
-        if getattr(self, "_quat_key", None) != key:  # the offsets as quaternions, once per link set
-            offs = np.stack([self.offsets.get(n, np.eye(3)) for n in names])
-            self._quat_key, self._quat_offsets = key, quaternion_from_rotation(offs)
-            self._quat_world = quaternion_from_rotation(r_a)
-        p = (np.asarray(positions, float) - self.origin) @ r_a.T
-        q = quaternion_multiply(quaternion_multiply(self._quat_world[None], quaternions), self._quat_offsets)
-        lin = None if linear is None else np.asarray(linear, float) @ r_a.T
-        ang = None if angular is None else np.asarray(angular, float) @ r_a.T
+        if self._quat_cache is None or self._quat_cache[0] != key:
+            self._quat_cache = (
+                key,
+                quaternion_from_rotation(self.world_rotation),
+                quaternion_from_rotation(self._offsets(names)),
+            )
+        _, q_world, q_offsets = self._quat_cache
+        p, lin, ang = self._aligned(positions, linear, angular)
+        q = quaternion_multiply(quaternion_multiply(q_world[None], quaternions), q_offsets)
         return p, q, lin, ang
 
     # ------------------------------------------------------------------ files

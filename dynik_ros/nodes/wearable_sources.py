@@ -39,7 +39,33 @@ class Sample:
     angular_velocities: np.ndarray | None
 
 
-class SyntheticSource:
+class ArraySource:
+    """A source held in arrays (``stamps``, ``names``, ``positions``, ``quaternions``, ``linear``,
+    ``angular``), set by the subclass at configure."""
+
+    stamps: np.ndarray
+    names: list[str]
+    positions: np.ndarray
+    quaternions: np.ndarray
+    linear: np.ndarray
+    angular: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.stamps)
+
+    def samples(self) -> Iterator[Sample]:
+        for k in range(len(self.stamps)):
+            yield Sample(
+                int(self.stamps[k]),
+                self.names,
+                self.positions[k],
+                self.quaternions[k],
+                self.linear[k],
+                self.angular[k],
+            )
+
+
+class SyntheticSource(ArraySource):
     """A synthetic motion, sampled once at configure (a few MB for minutes of data)."""
 
     def __init__(self, model: str, scenario: str, duration: float, rate: float, noise: float, seed: int):
@@ -66,20 +92,6 @@ class SyntheticSource:
         self.linear = motion.linear_velocities
         self.angular = motion.angular_velocities
         self.period_ns = int(round(NS / rate))
-
-    def __len__(self) -> int:
-        return len(self.stamps)
-
-    def samples(self) -> Iterator[Sample]:
-        for k in range(len(self.stamps)):
-            yield Sample(
-                int(self.stamps[k]),
-                self.names,
-                self.positions[k],
-                self.quaternions[k],
-                self.linear[k],
-                self.angular[k],
-            )
 
 
 class BagSource:
@@ -117,7 +129,7 @@ class BagSource:
         return self._samples()
 
 
-class FileSource:
+class FileSource(ArraySource):
     """A capture file (MVNX, BVH, .npz) read whole at configure and checked (floor, units, samples)."""
 
     def __init__(self, path: str, speed: float, max_span: float, floor: str, skeleton: str):
@@ -140,20 +152,6 @@ class FileSource:
         step = np.median(np.diff(self.stamps)) if len(self.stamps) > 1 else NS // 100
         self.period_ns = int(min(max(step, NS // 1000), NS // 10))
         self.source = motion.source
-
-    def __len__(self) -> int:
-        return len(self.stamps)
-
-    def samples(self) -> Iterator[Sample]:
-        for k in range(len(self.stamps)):
-            yield Sample(
-                int(self.stamps[k]),
-                self.names,
-                self.positions[k],
-                self.quaternions[k],
-                self.linear[k],
-                self.angular[k],
-            )
 
 
 class XsensSource:
