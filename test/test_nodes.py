@@ -214,7 +214,7 @@ BAD_PARAMETERS = [
     ("ik_node", {"base_frame": "Pelvic"}, "base_frame"),
     ("ik_node", {"robot": "no_such_robot"}, "robot"),
     ("ik_node", {"config_file": "config/g1.yaml"}, "config_file"),
-    ("mocap_node", {"base_offset": [0.0, 0.0, 0.1]}, "base_offset"),
+    ("mocap_node", {"rigid_body_in_base": [0.0, 0.0, 0.1]}, "rigid_body_in_base"),
     ("mocap_node", {"calibration_samples": 0}, "calibration_samples"),
     ("bridge_node", {"joints": ["jRightKnee_rotz", "no_such_joint"]}, "joints"),
     ("bridge_node", {"command_rate": 0.0}, "command_rate"),
@@ -294,7 +294,7 @@ def test_data_flows_through_all_four_nodes(h):
     # ack_timeout only bounds a failure: with every reader matched first, each ack arrives (reliable)
     src = h.add(wearable(rate=60.0, duration=1.5, realtime=False, ack_timeout=20.0))
     solver = h.add(ik(use_base_odom=True, max_future_stamp=0.0))  # offline: stamps run ahead of the clock
-    base = h.add(mocap(calibration_samples=5, align_world=False, base_frame="Pelvis"))
+    base = h.add(mocap(calibration_samples=5, robot_world="camera", base_frame="Pelvis"))
     out = h.add(bridge())
     commands = h.collect(Float64MultiArray, "/test_ctrl/commands")
     joints = h.collect(JointState, "/dynik/joint_states")
@@ -637,7 +637,7 @@ def test_mocap_calibrates_aligns_and_refuses_bad_poses(h):
     from dynik_ros.nodes.common import SENSOR_QOS
     from dynik_ros.nodes.conversions import ns_to_stamp, pose_msg
 
-    node = h.add(mocap(calibration_samples=10, initial_base_position=[0.0, 0.0, 0.8], initial_base_yaw=0.0))
+    node = h.add(mocap(calibration_samples=10, ground_height=0.1, initial_base_yaw=0.0))  # base 0.8 m up
     odom = h.collect(Odometry, "/robot/base_odom")
     pub = h.probe.create_publisher(PoseStamped, "/mocap/rigid_body", SENSOR_QOS)
     assert ok(node.trigger_configure()) and ok(node.trigger_activate())

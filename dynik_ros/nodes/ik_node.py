@@ -137,7 +137,7 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
         self._period_ns = 10**9 // 100  # the last step between accepted stamps (default 100 Hz)
         self._last_marker_ns = -(10**18)
         self._last_metrics_ns = -(10**18)
-        self._odom: tuple[int, np.ndarray, np.ndarray] | None = None
+        self._odom: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._latest = None
 
     def _configure(self, p: dict[str, Any]) -> None:
@@ -300,7 +300,12 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
     # ----------------------------------------------------------------- inputs
     def _on_odom(self, msg: Odometry) -> None:
         try:
-            self._odom = odometry_from_msg(msg)
+            stamp, position, rotation = odometry_from_msg(msg)
+            t = msg.twist.twist  # base frame (REP 105)
+            twist = np.array([t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z])
+            if not np.all(np.isfinite(twist)):
+                twist = np.zeros(6)
+            self._odom = (stamp, position, rotation, twist)
         except Exception as exc:  # noqa: BLE001 - MessageRejected or anything else: never fatal
             self.get_logger().warning(f"base odometry refused: {exc}", throttle_duration_sec=2.0)
 
@@ -447,7 +452,12 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
                 throttle_duration_sec=2.0,
             )
             return
-        self.ik.set_base_pose(odom[1], odom[2])
+        position, rotation = odom[1], odom[2]
+        if self.params["base_odom_extrapolate"]:  # to the link-state stamp with the odometry's twist
+            dt = (stamp - odom[0]) * 1e-9
+            position = position + rotation @ odom[3][:3] * dt
+            rotation = rotation @ pin.exp3(odom[3][3:] * dt)
+        self.ik.set_base_pose(position, rotation)
 
     # ----------------------------------------------------------------- outputs
     def _publish_state(self, stamp: int, q: np.ndarray, v: np.ndarray) -> None:

@@ -49,6 +49,13 @@ IK_PARAMS = (
     ),
     ParamSpec("use_base_odom", False, "Take the base pose from /robot/base_odom instead of estimating it."),
     ParamSpec(
+        "base_odom_extrapolate",
+        True,
+        "Move the base odometry to each link-state stamp with its twist (capture-stamped mocap feedback: "
+        "the latency compensated at the consumer); runtime-changeable.",
+        runtime=True,
+    ),
+    ParamSpec(
         "base_odom_timeout",
         0.2,
         "Base odometry further than this from a link-state stamp is ignored [s].",
