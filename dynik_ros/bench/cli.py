@@ -40,7 +40,20 @@ def main(argv: list[str] | None = None) -> int:
         help="recovery scenario (start far from the motion) for these models; no name: all of "
         "g1 icub talos romeo human66 human48; --quick runs g1 only",
     )
+    parser.add_argument(
+        "--objectives",
+        action="store_true",
+        help="only the cost per step of the second seed's objectives (CoM, support, regularizers) vs the "
+        "plain step, and the singularity case (bench/objectives.py); --quick runs it too, shorter",
+    )
     args = parser.parse_args(argv)
+    if args.objectives or args.quick:
+        from dynik_ros.bench.objectives import format_costs, step_costs
+
+        print("objectives: cost per step on the G1 walk at 240 Hz, variants interleaved in one run")
+        print(format_costs(step_costs(duration=1.5 if args.quick else 6.0, rate=240.0)))
+        if args.objectives:
+            return 0
     duration = args.duration or (3.0 if args.quick else 12.0)
     memory_steps = args.memory_steps if args.memory_steps is not None else (5_000 if args.quick else 100_000)
     models = args.models or (["human66", "g1"] if args.quick else list(MODELS))

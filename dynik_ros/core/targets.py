@@ -135,12 +135,18 @@ class Measurements:
     """One sample of targets: positions ``(n_p, 3)``, rotations ``(n_o, 3, 3)`` and their velocities.
 
     Velocities are world-frame (``I p_dot``, ``I omega``); ``None`` means not measured (zero feed-forward).
+    With a balance configuration (:mod:`~dynik_ros.core.com_objective`): ``com_position`` / ``com_velocity``
+    the CoM target and its velocity ``(3,)`` (``None``: no CoM row this step) and ``contacts`` one flag per
+    support frame (``None``: no foot in contact, no support row).
     """
 
     positions: np.ndarray
     rotations: np.ndarray
     linear_velocities: np.ndarray | None = None
     angular_velocities: np.ndarray | None = None
+    com_position: np.ndarray | None = None
+    com_velocity: np.ndarray | None = None
+    contacts: np.ndarray | None = None
 
     def validate(self, targets: TargetSet, rotation_tolerance: float = 1e-3) -> None:
         """Raise :class:`InvalidMeasurementError` unless shapes match, values are finite and rotations are
@@ -151,6 +157,8 @@ class Measurements:
             "linear_velocities": (targets.n_position, 3),
             "angular_velocities": (targets.n_orientation, 3),
         }
+        if self.com_position is not None or self.com_velocity is not None:
+            expected = {**expected, "com_position": (3,), "com_velocity": (3,)}
         for label, shape in expected.items():
             value = getattr(self, label)
             if value is None:
@@ -158,6 +166,8 @@ class Measurements:
             if np.shape(value) != shape:
                 raise InvalidMeasurementError(f"{label} has shape {np.shape(value)}, expected {shape}")
             if not np.isfinite(value).all():
+                if label.startswith("com_"):
+                    raise InvalidMeasurementError(f"{label} not finite")
                 bad = np.unique(np.nonzero(~np.isfinite(value))[0])
                 links = (
                     targets.position_links

@@ -61,9 +61,13 @@ class VelocityQP:
         constraint_matrix: np.ndarray,
         settings: QPSettings | None = None,
         expansion: np.ndarray | None = None,
+        dense_cost: bool = False,
+        dynamic_rows: int = 0,
     ):
         """``expansion`` ``E`` (nv x nr): solve for ``x`` with ``nu = E x`` (locked and mimic joints, see
-        :meth:`RobotModel.joint_expansion`); constraint rows that ``E`` empties are dropped."""
+        :meth:`RobotModel.joint_expansion`); constraint rows that ``E`` empties are dropped.
+        ``dense_cost``: every entry of ``P`` may be non-zero (extra cost terms); ``dynamic_rows``: number
+        of inequality rows with per-step coefficients appended below the constant ones."""
         self.settings = settings or QPSettings()
         self.n_full = jacobian_pattern.shape[1]
         self.expansion = None if expansion is None else np.asarray(expansion, dtype=float)
@@ -78,6 +82,8 @@ class VelocityQP:
         self.n = n
         pattern = (jacobian_pattern.T.astype(float) @ jacobian_pattern.astype(float)) > 0
         pattern |= np.eye(n, dtype=bool)
+        if dense_cost:
+            pattern[:] = True
         upper = sp.csc_matrix(np.triu(pattern).astype(float))
         upper.sort_indices()
         # (row, col) of every stored entry of P's upper triangle, in OSQP's CSC order.
@@ -85,7 +91,23 @@ class VelocityQP:
         self._p_cols = np.repeat(np.arange(n), np.diff(upper.indptr))
         self._diag = np.zeros(n)
         self.constraint_matrix = np.asarray(constraint_matrix, dtype=float)
-        c = sp.csc_matrix(self.constraint_matrix)
+        self.n_dynamic = int(dynamic_rows)
+        n_static = self.constraint_matrix.shape[0]
+        # every stored entry of the constraint matrix: the constant rows' non-zeros, then the dynamic rows
+        # dense (explicit zeros stay in the pattern so that their values can be written in place)
+        a_pattern = np.vstack((self.constraint_matrix != 0, np.ones((self.n_dynamic, n), dtype=bool)))
+        a_cols, a_rows = np.nonzero(a_pattern.T)  # column-major: OSQP's CSC order
+        self._a_rows, self._a_cols = a_rows, a_cols
+        self._a_values = np.vstack((self.constraint_matrix, np.zeros((self.n_dynamic, n))))
+        self._n_static = n_static
+        c = sp.csc_matrix(
+            (
+                np.where(a_rows < n_static, self._a_values[a_rows, a_cols], 1.0),
+                a_rows,
+                np.searchsorted(a_cols, np.arange(n + 1)),
+            ),
+            shape=(n_static + self.n_dynamic, n),
+        )
         self._solver = osqp.OSQP()
         self._solver.setup(
             sp.csc_matrix(
@@ -119,11 +141,15 @@ class VelocityQP:
         lower: np.ndarray,
         upper: np.ndarray,
         regularization: tuple[np.ndarray, np.ndarray] | None = None,
+        extra: tuple[np.ndarray, np.ndarray] | None = None,
+        dynamic: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> QPSolution:
         """Solve eq. (10) for the current ``J``, ``v*`` (eq. 9) and bounds; ``nu`` and OSQP's status.
 
         ``regularization = (d, t)`` adds ``1/2 sum_c d_c (nu_c - t_c)^2`` to the cost (diagonal: the
-        pattern of ``P`` is unchanged), e.g. a joint-space task.
+        pattern of ``P`` is unchanged), e.g. a joint-space task. ``extra = (H, g)`` (full ``nv`` columns)
+        adds ``1/2 nu^T H nu + g^T nu`` (set up with ``dense_cost`` unless ``H`` fits ``P``'s pattern);
+        ``dynamic = (A_d, l_d, u_d)`` gives the ``dynamic_rows`` rows ``l_d <= A_d nu <= u_d`` of this step.
         """
         e = self.expansion
         if e is not None:
@@ -141,10 +167,27 @@ class VelocityQP:
             else:
                 hessian[np.diag_indices(self.n)] += self._hessian_weights.T @ diagonal
                 gradient -= e.T @ (diagonal * target)
+        if extra is not None:
+            h_extra, g_extra = extra
+            if e is None:
+                hessian += h_extra
+                gradient += g_extra
+            else:
+                hessian += e.T @ h_extra @ e
+                gradient += e.T @ g_extra
+        constraint_matrix = self.constraint_matrix
+        if self.n_dynamic:
+            a_dynamic, l_dynamic, u_dynamic = dynamic if dynamic is not None else self._no_dynamic()
+            if e is not None:
+                a_dynamic = a_dynamic @ e
+            self._a_values[self._n_static :] = a_dynamic
+            constraint_matrix = self._a_values
+            lower = np.concatenate((lower, l_dynamic))
+            upper = np.concatenate((upper, u_dynamic))
         if self.settings.inactive_shortcut:
             x = self._unconstrained(hessian, gradient)
             if x is not None:
-                rows = self.constraint_matrix @ x
+                rows = constraint_matrix @ x
                 tol = self.settings.shortcut_tolerance
                 if np.all(rows >= lower - tol) and np.all(rows <= upper + tol):
                     self._last_shortcut = x
@@ -155,7 +198,8 @@ class VelocityQP:
             self._last_shortcut = None
         if native is not None:
             native.update_data_vec(q=gradient, l=np.maximum(lower, -_INFTY), u=np.minimum(upper, _INFTY))
-            native.update_data_mat(P_x=hessian[self._p_rows, self._p_cols], P_i=None, A_x=None, A_i=None)
+            a_x = self._a_values[self._a_rows, self._a_cols] if self.n_dynamic else None
+            native.update_data_mat(P_x=hessian[self._p_rows, self._p_cols], P_i=None, A_x=a_x, A_i=None)
             native.solve()
             info, x = native.info, native.solution.x
         else:
@@ -164,6 +208,7 @@ class VelocityQP:
                 q=gradient,
                 l=np.maximum(lower, -_INFTY),
                 u=np.minimum(upper, _INFTY),
+                **({"Ax": self._a_values[self._a_rows, self._a_cols]} if self.n_dynamic else {}),
             )
             result = self._solver.solve(raise_error=False)
             info, x = result.info, result.x
@@ -174,6 +219,11 @@ class VelocityQP:
             int(info.iter),
             solved,
         )
+
+    def _no_dynamic(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Dynamic rows switched off for this step: zero coefficients, unbounded."""
+        rows = self.n_dynamic
+        return np.zeros((rows, self.n_full)), np.full(rows, -_INFTY), np.full(rows, _INFTY)
 
     def _full(self, x: np.ndarray) -> np.ndarray:
         """``nu = E x`` (or ``x`` itself without an expansion)."""
@@ -191,4 +241,5 @@ class VelocityQP:
 
     def reset_warm_start(self) -> None:
         """Forget the previous solution (after a jump in the state)."""
-        self._solver.warm_start(x=np.zeros(self.n), y=np.zeros(self.constraint_matrix.shape[0]))
+        rows = self.constraint_matrix.shape[0] + self.n_dynamic
+        self._solver.warm_start(x=np.zeros(self.n), y=np.zeros(rows))

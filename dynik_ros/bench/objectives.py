@@ -1,0 +1,97 @@
+"""Cost per step of the second seed's objectives (``dynik-bench --objectives``): the same retargeted G1 walk
+tracked by the plain step and by steps with each extra objective on, interleaved sample by sample in one run
+so that a loaded machine slows every variant alike (the ratio is what to read)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from dynik_ros.core.com_objective import BalanceConfig, SupportFrame
+from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
+from dynik_ros.core.targets import Measurements
+
+# G1 soles: heel and toe of config/g1.yaml, 6 cm wide
+G1_SOLE = ((-0.05, 0.03, -0.035), (0.12, 0.03, -0.035), (0.12, -0.03, -0.035), (-0.05, -0.03, -0.035))
+G1_FEET = ("left_ankle_roll_link", "right_ankle_roll_link")
+
+
+Extend = Callable[[Measurements, np.ndarray], Measurements]
+
+
+def objective_variants() -> dict[str, tuple[DynamicalIKConfig, Extend]]:
+    """Name -> (config, how a sample and its contact flags become the step's input)."""
+    support = tuple(SupportFrame(f, G1_SOLE) for f in G1_FEET)
+
+    def plain(m: Measurements, flags: np.ndarray) -> Measurements:
+        return m
+
+    def with_com(m: Measurements, flags: np.ndarray, contacts: bool = False) -> Measurements:
+        feet = m.positions[-2:]  # the G1 map's last two position targets are the feet
+        centre = feet[flags >= 0].mean(axis=0) if np.any(flags >= 0) else feet.mean(axis=0)
+        return Measurements(
+            m.positions,
+            m.rotations,
+            m.linear_velocities,
+            m.angular_velocities,
+            com_position=np.array([centre[0], centre[1], 0.6]),
+            com_velocity=np.zeros(3),
+            contacts=flags >= 0 if contacts else None,
+        )
+
+    def with_support(m: Measurements, flags: np.ndarray) -> Measurements:
+        return with_com(m, flags, contacts=True)
+
+    return {
+        "plain": (DynamicalIKConfig(), plain),
+        "com": (DynamicalIKConfig(balance=BalanceConfig(enabled=True, com_weight=(1.0, 1.0, 0.0))), with_com),
+        "com+support": (
+            DynamicalIKConfig(
+                balance=BalanceConfig(
+                    enabled=True, com_weight=(1.0, 1.0, 0.0), support=support, hard_support=True, margin=0.0
+                )
+            ),
+            with_support,
+        ),
+    }
+
+
+def step_costs(
+    duration: float = 4.0, rate: float = 240.0, repeats: int = 1
+) -> list[tuple[str, float, float]]:
+    """``(variant, p50 us, ratio to plain)`` on the synthetic walk retargeted to G1 at ``rate`` Hz (the
+    retargeter's targets and foot contacts)."""
+    from dynik_ros.retarget.human import synthetic_human_motion
+    from dynik_ros.retarget.retargeter import Retargeter
+
+    retargeter = Retargeter.from_config("g1")
+    human = retargeter.config.human
+    motion = synthetic_human_motion("walking", duration, rate, height=human.height, mass=human.mass)
+    measurements, flags = retargeter.motion_measurements(motion)
+    robot, targets, q0 = retargeter.robot, retargeter.targets, retargeter.initial_configuration()
+    variants = objective_variants()
+    solvers = {name: DynamicalIK(robot, targets, config, q0) for name, (config, _) in variants.items()}
+    samples = {
+        name: [extend(m, f) for m, f in zip(measurements, flags, strict=True)]
+        for name, (_, extend) in variants.items()
+    }
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    dt = 1.0 / rate
+    for _ in range(repeats):
+        for ik in solvers.values():
+            ik.reset(q0)
+        for k in range(len(measurements)):
+            for name, ik in solvers.items():
+                start = time.perf_counter()
+                ik.step(samples[name][k], dt)
+                times[name].append(time.perf_counter() - start)
+    base = float(np.median(times["plain"]))
+    return [(name, 1e6 * float(np.median(t)), float(np.median(t)) / base) for name, t in times.items()]
+
+
+def format_costs(rows: list[tuple[str, float, float]]) -> str:
+    lines = [f"  {'variant':<22} {'p50 [us]':>9} {'x plain':>8}"]
+    lines += [f"  {name:<22} {p50:9.0f} {ratio:8.2f}" for name, p50, ratio in rows]
+    return "\n".join(lines)
