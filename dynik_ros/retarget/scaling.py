@@ -36,6 +36,7 @@ from collections.abc import Sequence
 import numpy as np
 import pinocchio as pin
 
+from dynik_ros.estimation.kinematic_contact import foot_speeds, next_contact, sole_heights
 from dynik_ros.retarget.calibration import Calibration
 from dynik_ros.retarget.config import ContactSpec, FootSpec, TargetSpec
 
@@ -134,19 +135,11 @@ class FootContact:
 
     def human_sole_heights(self, p: np.ndarray) -> np.ndarray:
         """Height of each human sole above the ground ``(N, n_feet)``: 0 when standing flat."""
-        return np.stack(
-            [
-                (p[:, group, 2] - self.human_ground - clearance).min(axis=1)
-                for group, clearance in zip(self.sensor_links, self.clearance, strict=True)
-            ],
-            axis=1,
-        )
+        return sole_heights(p, self.sensor_links, self.clearance, self.human_ground)
 
     def human_speeds(self, v: np.ndarray) -> np.ndarray:
         """Horizontal speed of each human foot ``(N, n_feet)``: the slower of its foot and toe links."""
-        return np.stack(
-            [np.linalg.norm(v[:, group, :2], axis=2).min(axis=1) for group in self.sensor_links], axis=1
-        )
+        return foot_speeds(v, self.sensor_links)
 
     def _level_weight(self, f: int, t: float) -> float:
         """``alpha`` of foot ``f`` at time ``t``: up over ``blend_time`` in contact, back down after."""
@@ -182,7 +175,7 @@ class FootContact:
             return flags
         heights = self.human_sole_heights(p)
         speeds = self.human_speeds(v) if v is not None else np.zeros_like(heights)
-        spec, enabled = self.spec, self.spec.enabled
+        spec = self.spec
         tau = max(spec.release_time, 1e-9)
         h_list, s_list, t_list = heights.tolist(), speeds.tolist(), np.asarray(times, dtype=float).tolist()
         blend = max(spec.blend_time, 1e-9)
@@ -192,14 +185,15 @@ class FootContact:
                 t, h, s = t_list[k], h_list[k][f], s_list[k][f]
                 target = positions[k, row]
                 rate = velocities[k, row]
+                now = next_contact(self.in_contact[f], h, s, spec)
                 if self.in_contact[f]:
-                    if h > spec.height_off or s > spec.speed_off:
+                    if not now:
                         self.level_at_release[f] = self._level_weight(f, t)
                         self.in_contact[f] = False
                         self.release_at[f] = t
                         self.release_delta[f] = self.last[f] - target
                         self.level[f] = 0.0
-                elif enabled and h < spec.height_on and s < spec.speed_on:
+                elif now:
                     self.in_contact[f] = True
                     self.contact_at[f] = t
                     heading = foot_rotations[k, f][:, 0]
