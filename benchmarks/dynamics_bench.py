@@ -1,0 +1,213 @@
+"""Human dynamics benchmark (issue 13, Latella et al. 2019): MAP step time and accuracy on the synthetic
+walk, the base velocity from the feet against the suit's pelvis velocity, contact classification, and a
+torque plot in the style of the seed's Fig. 10.
+
+    .venv/bin/python benchmarks/dynamics_bench.py                 # 11 s walk at 60 Hz (10 gait cycles)
+    .venv/bin/python benchmarks/dynamics_bench.py --quick         # smoke run (a few seconds)
+    .venv/bin/python benchmarks/dynamics_bench.py --plot out/fig10.png
+
+Ground truth: :mod:`dynik_ros.estimation.synthetic_dynamics` (pinocchio inverse dynamics of the walk, the
+ground reaction split between the feet by a known rule). Noise (white, seeded): suit linear accelerations
+0.1 m/s^2, angular accelerations 0.5 rad/s^2, joint accelerations 1 rad/s^2, shoe forces 5 N, moments
+1 N m; the MAP's covariances are set to those variances. The baseline is plain inverse dynamics with the
+same noisy inputs (pelvis acceleration, joint accelerations, shoe wrenches; nothing fused).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dynik_ros.estimation.base_velocity import BaseVelocityFromContacts
+from dynik_ros.estimation.contact_classification import (
+    DOUBLE,
+    OnlineContactClassifier,
+    classify_offline,
+    state_from_flags,
+)
+from dynik_ros.estimation.map_dynamics import MapCovariances, MapDynamicsEstimator, plain_inverse_dynamics
+from dynik_ros.estimation.synthetic_dynamics import FEET, human_dynamics_truth
+
+NOISE = {"linear": 0.1, "angular": 0.5, "joint": 1.0, "force": 5.0, "moment": 1.0}
+WEIGHT = 75.0 * 9.81
+
+
+def rms(x: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(x))))
+
+
+def run_map(robot, truth, estimator, link_acc, joint_acc, wrenches):
+    taus, forces, times = [], [], []
+    for k in range(len(truth.times)):
+        start = time.perf_counter()
+        e = estimator.estimate(
+            truth.q[k], truth.v[k], link_acc[k], joint_acc[k], None if wrenches is None else wrenches[k],
+            truth.contacts[k],
+        )  # fmt: skip
+        times.append(time.perf_counter() - start)
+        taus.append(e.tau)
+        forces.append(e.wrenches)
+    return np.array(taus), np.array(forces), np.array(times)
+
+
+def noisy(truth, n_joints: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    n, links = len(truth.times), len(truth.links)
+    link_acc = truth.link_accelerations + np.concatenate(
+        (rng.normal(0, NOISE["linear"], (n, links, 3)), rng.normal(0, NOISE["angular"], (n, links, 3))), 2
+    )
+    joint_acc = truth.a[:, 6:] + rng.normal(0, NOISE["joint"], (n, n_joints))
+    wrenches = truth.wrenches + np.concatenate(
+        (rng.normal(0, NOISE["force"], (n, 2, 3)), rng.normal(0, NOISE["moment"], (n, 2, 3))), 2
+    )
+    return link_acc, joint_acc, wrenches
+
+
+def map_section(kind: str, duration: float, rate: float) -> tuple:
+    robot, truth = human_dynamics_truth("walking", duration, rate, kind=kind)
+    estimator = MapDynamicsEstimator(robot, truth.links, FEET)
+    peak = np.abs(truth.tau).max()
+    peak_joint = robot.joint_names[int(np.abs(truth.tau).max(axis=0).argmax())]
+    acc, s_ddot = truth.link_accelerations, truth.a[:, 6:]
+    tau, wr, times = run_map(robot, truth, estimator, acc, s_ddot, truth.wrenches)
+    e_tau, e_wr = rms(tau - truth.tau), rms(wr - truth.wrenches)
+    p50, p99, worst = 1e3 * np.percentile(times, 50), 1e3 * np.percentile(times, 99), 1e3 * times.max()
+    print(f"\n{kind}: {len(truth.times)} samples at {rate:g} Hz, d = {estimator.size} unknowns, peak torque "
+          f"{peak:.1f} N m ({peak_joint})")  # fmt: skip
+    print(f"  MAP step [ms]                 p50 {p50:.2f}   p99 {p99:.2f}   max {worst:.2f}")
+    print(f"  noise-free, shoes             torque RMSE {e_tau:.2e} N m ({100 * e_tau / peak:.1e} % of peak),"
+          f" wrench RMSE {e_wr:.2e} ({100 * e_wr / WEIGHT:.1e} % of body weight)")  # fmt: skip
+    tau0, wr0, _ = run_map(robot, truth, estimator, acc, s_ddot, None)
+    one = truth.contacts.sum(axis=1) == 1
+    e_one, e_two = rms(tau0[one] - truth.tau[one]), rms(tau0[~one] - truth.tau[~one])
+    print(f"  noise-free, no shoes          single support: torque RMSE {e_one:.1e} N m; double support "
+          f"(split unobservable, the prior decides): torque RMSE {e_two:.1f} N m, wrench "
+          f"{rms(wr0[~one] - truth.wrenches[~one]):.1f}")  # fmt: skip
+    link_acc, joint_acc, wrenches = noisy(truth, robot.n_joints)
+    cov = MapCovariances(
+        linear_acceleration=NOISE["linear"] ** 2, angular_acceleration=NOISE["angular"] ** 2,
+        joint_acceleration=NOISE["joint"] ** 2, force=NOISE["force"] ** 2, moment=NOISE["moment"] ** 2,
+    )  # fmt: skip
+    noisy_estimator = MapDynamicsEstimator(robot, truth.links, FEET, cov)
+    tau_n, wr_n, _ = run_map(robot, truth, noisy_estimator, link_acc, joint_acc, wrenches)
+    plain = np.array([
+        plain_inverse_dynamics(robot, truth.q[k], truth.v[k], "Pelvis", link_acc[k, 0], joint_acc[k], FEET,
+                               wrenches[k])
+        for k in range(len(truth.times))
+    ])  # fmt: skip
+    legs = [i for i, j in enumerate(robot.joint_names) if any(s in j for s in ("Hip", "Knee", "Ankle"))]
+    e_map, e_plain = rms(tau_n - truth.tau), rms(plain - truth.tau)
+    e_map_legs, e_plain_legs = (
+        rms(tau_n[:, legs] - truth.tau[:, legs]),
+        rms(plain[:, legs] - truth.tau[:, legs]),
+    )
+    print(f"  with noise                    torque RMSE MAP {e_map:.2f} N m vs plain ID {e_plain:.2f} N m "
+          f"({e_plain / e_map:.1f}x); legs {e_map_legs:.2f} vs {e_plain_legs:.2f}; wrench RMSE MAP "
+          f"{rms(wr_n - truth.wrenches):.2f} vs shoes {rms(wrenches - truth.wrenches):.2f}")  # fmt: skip
+    return robot, truth, tau_n, times
+
+
+def base_velocity_section(duration: float, rate: float) -> None:
+    from dynik_ros.retarget.human import synthetic_human_motion
+
+    robot, truth = human_dynamics_truth("walking", duration, rate)
+    motion = synthetic_human_motion("walking", duration, rate)
+    estimator = BaseVelocityFromContacts(robot, FEET)
+    lin, ang, slide = [], [], []
+    feet = [motion.links.index(f) for f in FEET]
+    for k in range(len(truth.times)):
+        linear, angular = estimator.estimate_world(truth.q[k], truth.v[k, 6:], truth.contacts[k])
+        lin.append(linear - motion.linear_velocities[k, 0])
+        ang.append(angular - motion.angular_velocities[k, 0])
+        for f, on in zip(feet, truth.contacts[k], strict=True):
+            if on:
+                slide.append(np.linalg.norm(motion.linear_velocities[k, f]))
+    print(f"\nbase velocity from the feet (eq. 8-10) vs the suit's pelvis velocity, synthetic walk: RMSE "
+          f"linear {rms(np.array(lin)):.3f} m/s, angular {rms(np.array(ang)):.3f} rad/s\n  (the synthetic "
+          f"walk is not planted: a loaded foot moves at {np.mean(slide):.2f} m/s on average)")  # fmt: skip
+
+
+def contact_section(duration: float, rate: float) -> None:
+    robot, truth = human_dynamics_truth("walking", duration, rate)
+    fz = truth.vertical_forces(robot)
+    states = np.array([state_from_flags(*f) for f in truth.contacts])
+    single = states != DOUBLE
+    line = "\ncontact classification on the walk (truth: a foot carries load):"
+    for fraction in (0.5, 1.0):
+        c = classify_offline(fz[:, 0], fz[:, 1], fraction)
+        line += (f"\n  Algorithm 1 fraction {fraction:g}: single-support samples right "
+                 f"{100 * np.mean(c[single] == states[single]):.1f} %, double-support samples called double "
+                 f"{100 * np.mean(c[~single] == DOUBLE):.1f} %")  # fmt: skip
+    online = OnlineContactClassifier().run(fz[:, 0], fz[:, 1])
+    line += f"\n  online (10 %/5 % of the running weight): {100 * np.mean(online == states):.1f} % of samples"
+    print(line)
+
+
+def plot(path: Path, robot, truth, tau_estimate: np.ndarray, rate: float) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not available: no plot")
+        return
+    cycle = truth.times < 1.1 + 0.5 / rate
+    fig, axes = plt.subplots(3, 2, figsize=(9, 7), sharex=True)
+    for col, side in enumerate(("Right", "Left")):
+        for row, joint in enumerate(("Hip", "Knee", "Ankle")):
+            i = robot.joint_index(f"j{side}{joint}_roty")
+            ax = axes[row, col]
+            ax.plot(truth.times[cycle], np.degrees(truth.q[cycle, 7 + i]), "k", label="angle [deg]")
+            twin = ax.twinx()
+            twin.plot(truth.times[cycle], truth.tau[cycle, i], color="0.6", lw=3, label="true torque")
+            twin.plot(truth.times[cycle], tau_estimate[cycle, i], "b", lw=1, label="MAP torque (noisy input)")
+            ax.set_title(f"{side.lower()} {joint.lower()} (y)", fontsize=9)
+            ax.set_ylabel("s [deg]")
+            twin.set_ylabel("tau [N m]", color="b")
+            if row == 2:
+                ax.set_xlabel("t [s]")
+    handles = (
+        axes[0, 0].get_legend_handles_labels()[0] + axes[0, 0].figure.axes[-1].get_legend_handles_labels()[0]
+    )
+    fig.legend(handles, ["angle", "true torque", "MAP torque (noisy input)"], loc="lower center", ncol=3)
+    fig.suptitle(
+        "Human66, synthetic walk: leg angles and torques over one gait cycle (cf. Latella 2019 Fig. 10)"
+    )
+    fig.tight_layout(rect=(0, 0.05, 1, 0.97))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    print(f"\nwrote {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: one gait cycle, Human66 only")
+    parser.add_argument("--duration", type=float, default=11.0, help="walk duration [s] (default 11)")
+    parser.add_argument("--rate", type=float, default=60.0, help="suit rate [Hz] (default 60)")
+    parser.add_argument("--plot", type=Path, help="write the Fig. 10-style PNG here")
+    args = parser.parse_args(argv)
+    if os.environ.get("OPENBLAS_NUM_THREADS") != "1" and argv is None:
+        # "on one core" (issue 13's target): a multi-threaded BLAS on a loaded machine costs 10x at p99
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        os.execve(sys.executable, [sys.executable, *sys.argv], env)
+    if not (args.duration > 0 and args.rate > 0):
+        parser.error("duration and rate must be positive")
+    duration = 1.1 if args.quick else args.duration
+    robot, truth, tau, _ = map_section("human66", duration, args.rate)
+    if not args.quick:
+        map_section("human48", duration, args.rate)
+    base_velocity_section(duration, args.rate)
+    contact_section(duration, args.rate)
+    if args.plot:
+        plot(args.plot, robot, truth, tau, args.rate)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
