@@ -44,6 +44,7 @@ CONSOLE_SCRIPTS = [
     "mocap_node = dynik_ros.nodes.mocap_node:main",
     "bridge_node = dynik_ros.nodes.bridge_node:main",
     "sim_node = dynik_ros.nodes.sim_node:main",
+    "dynamics_node = dynik_ros.nodes.dynamics_node:main",
 ]
 
 # Directories installed verbatim (recursively) into share/dynik_ros/<same dir>.

@@ -1,0 +1,142 @@
+"""Human66 state from the suit's link states: the link-pairwise inverse kinematics of Latella et al. 2019,
+sec. 3.2 (eq. 6), joint velocities from the link angular velocities, and accelerations by differences.
+
+Human66's Xsens joints are spherical, three revolute joints ``rotx``, ``roty``, ``rotz`` in that order, and
+in the zero configuration every link frame is aligned with the pelvis (:mod:`dynik_ros.models.human`).
+The relative rotation of a link pair is therefore ``R_parent^T R_child = R_x(a) R_y(b) R_z(c)``, and
+eq. 6 (the angles that best reproduce the measured relative rotation) has the closed-form solution
+``b = asin(R_02)``, ``a = atan2(-R_12, R_22)``, ``c = atan2(-R_01, R_00)`` (exact for ``|b| < 90 deg``).
+
+Velocities: the base twist is the pelvis twist in the pelvis frame; the joint velocities solve the
+stacked link angular velocities ``omega_L = J_L,ang nu`` in the least-squares sense. Accelerations (the
+seed filters with Savitzky-Golay; here a central difference over the neighbouring samples, so the
+estimate for a sample is ready one sample later): joint accelerations from the joint velocities, and the
+proper sensor accelerations of eq. 12, ``(R_L^T (dv_L/dt - g), R_L^T domega_L/dt)``, from the link
+twists.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from dynik_ros.core.quaternion import quaternion_from_rotation
+from dynik_ros.core.robot_model import RobotModel
+
+GRAVITY = np.array([0.0, 0.0, -9.81])
+
+
+@dataclass
+class SuitSample:
+    """One sample of the suit: time [s], world positions, rotations, linear and angular velocities of
+    the links in the order of :attr:`SuitKinematics.links`; ``stamp_ns``: the source's stamp, carried
+    through unchanged (a float of seconds since 1970 loses the nanoseconds)."""
+
+    time: float
+    positions: np.ndarray  # (L, 3)
+    rotations: np.ndarray  # (L, 3, 3)
+    linear_velocities: np.ndarray  # (L, 3)
+    angular_velocities: np.ndarray  # (L, 3)
+    stamp_ns: int = 0
+
+
+@dataclass
+class HumanState:
+    """The model state at one suit sample: ``q``, ``nu``, joint accelerations and the links' proper
+    sensor accelerations (eq. 12), plus the sample it came from."""
+
+    sample: SuitSample
+    q: np.ndarray
+    v: np.ndarray
+    joint_accelerations: np.ndarray
+    link_accelerations: np.ndarray  # (L, 6)
+
+
+class SuitKinematics:
+    """Link states of the 23 Xsens links -> Human66 ``q``, ``nu`` and accelerations (module docstring)."""
+
+    def __init__(
+        self, robot: RobotModel, links: Sequence[str], parents: dict[str, str], joints: dict[str, str]
+    ):
+        missing = [j for j in robot.joint_names if j.rsplit("_rot", 1)[0] not in set(joints.values())]
+        if missing or robot.n_joints != 3 * len(joints):
+            raise ValueError(
+                f"{robot.name}: only a model with three revolute joints x, y, z per Xsens joint (Human66) is "
+                "supported"
+            )
+        self.robot = robot
+        self.links = tuple(links)
+        index = {name: i for i, name in enumerate(self.links)}
+        absent = [c for c in joints if c not in index or parents[c] not in index]
+        if absent or "Pelvis" not in index:
+            raise ValueError(f"the suit's links lack {absent or ['Pelvis']}")
+        self.pelvis = index["Pelvis"]
+        self.pairs = [
+            (index[parents[child]], index[child], [robot.joint_index(f"{joint}_rot{a}") for a in "xyz"])
+            for child, joint in joints.items()
+        ]
+        self.frame_ids = [robot.frame_id(name) for name in self.links]
+        self.data = robot.model.createData()
+        self.window: deque[tuple[SuitSample, np.ndarray, np.ndarray]] = deque(maxlen=3)
+
+    @classmethod
+    def human66(cls, robot: RobotModel) -> SuitKinematics:
+        from dynik_ros.models.human import XSENS_JOINTS, XSENS_PARENT
+        from dynik_ros.models.segments import XSENS_SEGMENTS
+
+        return cls(robot, XSENS_SEGMENTS, XSENS_PARENT, XSENS_JOINTS)
+
+    def reset(self) -> None:
+        self.window.clear()
+
+    def configuration(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
+        """``q`` from world link poses: the pelvis pose and eq. 6 per link pair (closed form)."""
+        s = np.zeros(self.robot.n_joints)
+        for parent, child, (ix, iy, iz) in self.pairs:
+            r = rotations[parent].T @ rotations[child]
+            s[iy] = np.arcsin(np.clip(r[0, 2], -1.0, 1.0))
+            s[ix] = np.arctan2(-r[1, 2], r[2, 2])
+            s[iz] = np.arctan2(-r[0, 1], r[0, 0])
+        rotation = rotations[self.pelvis]
+        return np.concatenate((positions[self.pelvis], quaternion_from_rotation(rotation), s))
+
+    def velocity(self, q: np.ndarray, linear: np.ndarray, angular: np.ndarray) -> np.ndarray:
+        """``nu``: the pelvis twist in the pelvis frame, joint velocities by least squares on the links'
+        world angular velocities."""
+        model, data = self.robot.model, self.data
+        pin.computeJointJacobians(model, data, q)
+        pin.updateFramePlacements(model, data)
+        rotation = data.oMf[self.frame_ids[self.pelvis]].rotation
+        base = np.concatenate((rotation.T @ linear[self.pelvis], rotation.T @ angular[self.pelvis]))
+        jac = np.vstack(
+            [
+                pin.getFrameJacobian(model, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[3:]
+                for fid in self.frame_ids
+            ]
+        )
+        rhs = angular.reshape(-1) - jac[:, :6] @ base
+        s_dot, *_ = np.linalg.lstsq(jac[:, 6:], rhs, rcond=None)
+        return np.concatenate((base, s_dot))
+
+    def push(self, sample: SuitSample) -> HumanState | None:
+        """Add a sample; returns the state of the *previous* sample once it has a neighbour on each side
+        (central differences), else ``None``."""
+        q = self.configuration(sample.positions, sample.rotations)
+        v = self.velocity(q, sample.linear_velocities, sample.angular_velocities)
+        self.window.append((sample, q, v))
+        if len(self.window) < 3:
+            return None
+        (before, _, v0), (middle, q1, v1), (after, _, v2) = self.window
+        span = after.time - before.time
+        if not span > 0:
+            raise ValueError(f"suit samples not in time order ({before.time} -> {after.time})")
+        joint_acc = (v2[6:] - v0[6:]) / span
+        lin = (after.linear_velocities - before.linear_velocities) / span - GRAVITY
+        ang = (after.angular_velocities - before.angular_velocities) / span
+        rot_t = np.transpose(middle.rotations, (0, 2, 1))
+        link_acc = np.concatenate((rot_t @ lin[:, :, None], rot_t @ ang[:, :, None]), axis=1)[:, :, 0]
+        return HumanState(middle, q1, v1, joint_acc, link_acc)
