@@ -48,10 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.objectives or args.quick:
-        from dynik_ros.bench.objectives import format_costs, step_costs
+        from dynik_ros.bench.objectives import format_costs, singularity_table, step_costs
 
         print("objectives: cost per step on the G1 walk at 240 Hz, variants interleaved in one run")
         print(format_costs(step_costs(duration=1.5 if args.quick else 6.0, rate=240.0)))
+        print("singularity (pan-tilt shoulder passing 5 mm from its singular pose, 240 Hz):")
+        print(singularity_table())
         if args.objectives:
             return 0
     duration = args.duration or (3.0 if args.quick else 12.0)

@@ -11,6 +11,7 @@ import numpy as np
 
 from dynik_ros.core.com_objective import BalanceConfig, SupportFrame
 from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
+from dynik_ros.core.regularizers import RegularizerConfig
 from dynik_ros.core.targets import Measurements
 
 # G1 soles: heel and toe of config/g1.yaml, 6 cm wide
@@ -55,6 +56,20 @@ def objective_variants() -> dict[str, tuple[DynamicalIKConfig, Extend]]:
             ),
             with_support,
         ),
+        "state regularizer": (DynamicalIKConfig(regularizers=RegularizerConfig(state_weight=0.01)), plain),
+        "velocity regularizer": (
+            DynamicalIKConfig(regularizers=RegularizerConfig(velocity_weight=1.0, velocity_threshold=4.0)),
+            plain,
+        ),
+        "all of them": (
+            DynamicalIKConfig(
+                balance=BalanceConfig(
+                    enabled=True, com_weight=(1.0, 1.0, 0.0), support=support, hard_support=True, margin=0.0
+                ),
+                regularizers=RegularizerConfig(0.01, velocity_weight=1.0, velocity_threshold=4.0),
+            ),
+            with_support,
+        ),
     }
 
 
@@ -89,6 +104,21 @@ def step_costs(
                 times[name].append(time.perf_counter() - start)
     base = float(np.median(times["plain"]))
     return [(name, 1e6 * float(np.median(t)), float(np.median(t)) / base) for name, t in times.items()]
+
+
+def singularity_table(weight: float = 1.0, threshold: float = 4.0) -> str:
+    """The Boxer-style case (:mod:`.singularity`) without and with the velocity regularizer."""
+    from dynik_ros.bench.singularity import format_singularity, run_singularity
+
+    plain = run_singularity(None)
+    regularized = run_singularity(RegularizerConfig(velocity_weight=weight, velocity_threshold=threshold))
+    ratio = plain.peak_speed / max(regularized.peak_speed, 1e-12)
+    far = ~plain.near
+    growth = regularized.error[far].mean() / max(plain.error[far].mean(), 1e-12)
+    return (
+        format_singularity(plain, regularized, weight, threshold)
+        + f"\n  peak speed / {ratio:.1f} (target >= 10), error elsewhere x {growth:.3f} (target <= 1.1)"
+    )
 
 
 def format_costs(rows: list[tuple[str, float, float]]) -> str:

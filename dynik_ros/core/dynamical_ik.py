@@ -67,8 +67,10 @@ import osqp
 from dynik_ros.core.adams import MAX_HISTORY, adams_weights
 from dynik_ros.core.base_integration import SCHEMES, integrate_rotation
 from dynik_ros.core.branch_recovery import BranchRecovery, BranchRecoveryConfig
-from dynik_ros.core.com_objective import BalanceConfig, ComObjective
+from dynik_ros.core.com_objective import BalanceConfig
+from dynik_ros.core.extra_terms import ExtraTerms
 from dynik_ros.core.frame_kinematics import FrameKinematics, pose_residual, to_pinocchio_velocity
+from dynik_ros.core.regularizers import RegularizerConfig
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.so3 import determinant, exp_so3, orthonormality_error
 from dynik_ros.core.targets import FrameTarget, Measurements, TargetSet
@@ -103,6 +105,7 @@ class DynamicalIKConfig:
     branch_recovery: BranchRecoveryConfig = field(default_factory=BranchRecoveryConfig)
     qp: QPSettings = field(default_factory=QPSettings)
     balance: BalanceConfig = field(default_factory=BalanceConfig)  # CoM rows (core/com_objective.py)
+    regularizers: RegularizerConfig = field(default_factory=RegularizerConfig)  # core/regularizers.py
 
     def __post_init__(self) -> None:
         for name, allowed in (
@@ -190,14 +193,16 @@ class DynamicalIK:
                 if column.size:
                     self._followers.append((robot.joint_index(follower), int(column[0]), multiplier))
         self._expansion = expansion
-        self.balance = ComObjective(robot, self.config.balance) if self.config.balance.enabled else None
+        self.extra = ExtraTerms(self) if ExtraTerms.wanted(self.config) else None  # second seed's terms
+        self.balance = self.extra.balance if self.extra is not None else None
+        self.regularizers = self.extra.regularizers if self.extra is not None else None
         self.qp = VelocityQP(
             self.kinematics.pattern(),
             np.vstack(rows),
             self.config.qp,
             expansion,
-            dense_cost=self.balance is not None,
-            dynamic_rows=self.balance.n_rows if self.balance is not None else 0,
+            dense_cost=self.extra is not None,
+            dynamic_rows=self.extra.dynamic_rows if self.extra is not None else 0,
         )
         self._predicted_mean = np.zeros(robot.nv)
         self._lower = np.empty(n + self._n_coupled)
@@ -361,14 +366,9 @@ class DynamicalIK:
         predicted = self.config.jacobian_at == "predicted"
         kinematics = self.kinematics
         positions, rotations = kinematics.poses(self.q) if predicted else kinematics.update(self.q)
-        balance = self.balance
-        if balance is not None:
-            contacts = measurements.contacts
-            if contacts is not None and np.shape(contacts) != (balance.n_support,):
-                raise ValueError(
-                    f"contacts must hold {balance.n_support} flags, got shape {np.shape(contacts)}"
-                )
-            balance.observe(kinematics.model, kinematics.data, contacts)
+        extra_terms = self.extra
+        if extra_terms is not None:
+            extra_terms.observe(kinematics, measurements)
         ref_pos, ref_rot = self._reference_pose(measurements)
         residual = pose_residual(
             positions, rotations, ref_pos, ref_rot, self.config.orientation_residual == "log"
@@ -389,29 +389,12 @@ class DynamicalIK:
             self._predicted_mean[:] = 0.0
             jacobian = kinematics.stacked_jacobian(self.base_position)
         extra = dynamic = None
-        if balance is not None:
-            reference = self._reference if self.config.residual_timing == "consistent" else None
-            extra = balance.step_cost(
-                kinematics.model,
-                kinematics.data,
-                base_position if predicted else self.base_position,
-                measurements,
-                measurements if reference is None else reference,
-                dt,
-                self.config.max_gain_dt,
-                self.config.max_linear_speed,
-            )
-        if balance is not None and balance.imposes_support:
-            # a multistep rule against an active row makes nu_k alternate (measured on G1: support rows
-            # missed by up to 2 mm with Adams, 0.7 mm with the trapezoid, OSQP "solved inaccurate");
-            # with the support rows imposed the step is integrated by Euler
-            self._corrector = _EULER
-            self._carried_velocity = np.zeros(self.robot.nv)
-            self._weights_key = None
+        if extra_terms is not None:
+            extra_terms.before_bounds(self)
         self._velocity_bounds(dt)
-        if balance is not None:
-            offset = self._carried_velocity - self._predicted_mean
-            dynamic = balance.support_rows(dt, float(self._corrector[0]), offset)
+        if extra_terms is not None:
+            base = base_position if predicted else self.base_position
+            extra, dynamic = extra_terms.terms(self, kinematics, measurements, base, dt)
         weights, regularization = self.weights, None
         task = self.recovery.before_step(dt, self.joint_positions)
         if task is not None:  # moving over to the shadow's branch (core/branch_recovery.py)
@@ -423,6 +406,16 @@ class DynamicalIK:
         solution = self.qp.solve(
             jacobian, corrected, weights, self._lower, self._upper, regularization, extra, dynamic
         )
+        if extra_terms is not None:  # the velocity regularizer's sequential QP (core/regularizers.py)
+            solution = extra_terms.iterate(
+                self,
+                kinematics,
+                solution,
+                lambda terms: self.qp.solve(
+                    jacobian, corrected, weights, self._lower, self._upper, regularization, terms, dynamic
+                ),
+                dt,
+            )
         nu = solution.nu
         nb, n = self.robot.base_dofs, self.robot.n_joints
         if solution.solved:
@@ -571,11 +564,15 @@ class DynamicalIK:
             high[column] = min(high[column], max(a, b))
         return low, high
 
-    def _use_euler_for_this_step(self) -> None:
-        """Integrate the current step by ``nu_k`` alone (no carried history): always feasible."""
+    def integrate_this_step_by_euler(self) -> None:
+        """This step moves by ``dt nu_k`` alone (no carried history, not reported as a fallback)."""
         self._corrector = _EULER
         self._carried_velocity = np.zeros(self.robot.nv)
         self._weights_key = None
+
+    def _use_euler_for_this_step(self) -> None:
+        """Integrate the current step by ``nu_k`` alone (no carried history): always feasible."""
+        self.integrate_this_step_by_euler()
         self._fell_back = True
 
     def _paper_bounds(self) -> None:

@@ -29,6 +29,7 @@ from visualization_msgs.msg import MarkerArray
 from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
 from dynik_ros.core.metrics import TrackingEvaluator
 from dynik_ros.core.quaternion import quaternion_from_rotation
+from dynik_ros.core.regularizers import RegularizerConfig
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.rolling import RollingSamples
 from dynik_ros.core.targets import InvalidMeasurementError, Measurements
@@ -189,7 +190,7 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
         self.robot = RobotModel.from_urdf_file(urdf_path(p["model"]))
         self._lock(p)
         self.targets = human_tracking_targets(p["orientation_gain"])
-        self.ik = DynamicalIK(self.robot, self.targets, DynamicalIKConfig(limit_gain=p["limit_gain"]))
+        self.ik = DynamicalIK(self.robot, self.targets, _ik_config(p))
         self.ik.set_gains(position_gain=p["position_gain"], orientation_gain=p["orientation_gain"])
         self.known_links = frozenset(XSENS_SEGMENTS) | frozenset(self._target_links())
         self.required_links = sorted(set(self._target_links()))
@@ -226,7 +227,7 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
         self.robot = self.retargeter.robot
         self._lock(p)
         self.targets = self.retargeter.targets
-        self.ik = self.retargeter.make_ik(DynamicalIKConfig(limit_gain=p["limit_gain"]))
+        self.ik = self.retargeter.make_ik(_ik_config(p))
         # The map's per-target gains stay unless a gain parameter is set away from its default.
         defaults = {spec.name: spec.default for spec in self.PARAMS}
         self.ik.set_gains(
@@ -550,3 +551,14 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _ik_config(p: dict[str, Any]) -> DynamicalIKConfig:
+    """The solver options of the parameters: limit gain and the second seed's regularizers (off at 0; a
+    robot map's ``regularizers:`` section applies while both weights are 0)."""
+    regularizers = RegularizerConfig(
+        state_weight=p["state_regularizer_weight"],
+        velocity_weight=p["velocity_regularizer_weight"],
+        velocity_threshold=p["velocity_regularizer_threshold"],
+    )
+    return DynamicalIKConfig(limit_gain=p["limit_gain"], regularizers=regularizers)

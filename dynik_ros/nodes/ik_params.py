@@ -47,6 +47,29 @@ IK_PARAMS = (
         high=1000.0,
         runtime=True,
     ),
+    ParamSpec(
+        "state_regularizer_weight",
+        0.0,
+        "Weight of the second seed's state regularizer (towards the previous state, per (rad/s)^2 of the "
+        "step's mean velocity; core/regularizers.py); 0 = off.",
+        low=0.0,
+        high=1e6,
+    ),
+    ParamSpec(
+        "velocity_regularizer_weight",
+        0.0,
+        "Weight of the second seed's velocity regularizer on body angular speeds above "
+        "velocity_regularizer_threshold (eq. 4-5; per (rad/s)^2 of excess); 0 = off.",
+        low=0.0,
+        high=1e6,
+    ),
+    ParamSpec(
+        "velocity_regularizer_threshold",
+        4.0,
+        "Body angular speed above which the velocity regularizer acts [rad/s].",
+        low=0.0,
+        high=1e4,
+    ),
     ParamSpec("use_base_odom", False, "Take the base pose from /robot/base_odom instead of estimating it."),
     ParamSpec(
         "base_odom_extrapolate",

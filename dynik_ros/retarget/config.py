@@ -32,8 +32,9 @@ complete files are ``config/icub.yaml``, ``config/g1.yaml`` and ``config/talos.y
       - {name: hip + knee, joints: [left_hip_pitch_joint, left_knee_joint], A: [[-1, 1]], b_deg: [170]}
 
 Top-level keys: ``robot``, ``root``, ``calibration``, ``targets`` (required); ``human``, ``initial``,
-``alignment``, ``defaults``, ``feet``, ``contact``, ``limits``, ``constraints``, ``locked_joints``
-(optional). Every error names the file and the key (``config/g1.yaml: targets[3].offset: ...``).
+``alignment``, ``defaults``, ``feet``, ``contact``, ``limits``, ``constraints``, ``locked_joints``,
+``balance`` (:mod:`.balance`), ``regularizers`` (:mod:`dynik_ros.core.regularizers`) (optional). Every
+error names the file and the key (``config/g1.yaml: targets[3].offset: ...``).
 
 Rotation offsets: ``R_robot_frame = R_human_link @ offset`` (the robot frame's orientation in the human
 link's frame), so the orientation target of eq. (2) for the robot frame is the measured human link
@@ -52,8 +53,15 @@ from typing import Any
 import numpy as np
 import yaml
 
+from dynik_ros.core.regularizers import RegularizerConfig
 from dynik_ros.core.robot_model import RobotModel, UnknownFrameError
 from dynik_ros.models.human import XSENS_SEGMENTS
+from dynik_ros.retarget.balance import (
+    BalanceSpec,
+    balance_from_dict,
+    regularizers_from_dict,
+    sections_to_dict,
+)
 
 XSENS_LINKS: tuple[str, ...] = tuple(XSENS_SEGMENTS)
 """Default human link names: the 23 Xsens segments of the human models."""
@@ -174,6 +182,8 @@ class RetargetConfig:
     locked_joints: tuple[str, ...] = ()
     constraints: tuple[ConstraintSpec, ...] = ()
     source: Path | None = None
+    balance: BalanceSpec = field(default_factory=BalanceSpec)  # retarget/balance.py (off by default)
+    regularizers: RegularizerConfig = field(default_factory=RegularizerConfig)  # core/regularizers.py
 
     @property
     def where(self) -> str:
@@ -290,6 +300,7 @@ class RetargetConfig:
                 }
                 for c in self.constraints
             ]
+        out.update(sections_to_dict(self.balance, self.regularizers))
         return out
 
 
@@ -518,6 +529,8 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "limits",
             "constraints",
             "locked_joints",
+            "balance",
+            "regularizers",
         ),
     )
     robot = r.mapping(
@@ -707,6 +720,8 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         ),
         constraints=tuple(constraints),
         source=Path(source) if source is not None else None,
+        balance=balance_from_dict(r, top.get("balance")),
+        regularizers=regularizers_from_dict(r, top.get("regularizers")),
     )
 
 

@@ -169,13 +169,39 @@ class Retargeter:
         """The IK's start ``q0``: the map's initial pose standing on the ground, facing +x."""
         return self._q0.copy()
 
+    def ik_config(self, base: DynamicalIKConfig | None = None) -> DynamicalIKConfig:
+        """``base`` (default: the default config) with the map's ``regularizers`` and ``balance`` sections
+        where ``base`` leaves them off."""
+        from dataclasses import replace
+
+        from dynik_ros.retarget.balance import ik_config as balance_config
+
+        config = base or DynamicalIKConfig()
+        if self.config.regularizers.enabled and not config.regularizers.enabled:
+            config = replace(config, regularizers=self.config.regularizers)
+        if self.config.balance.enabled and not config.balance.enabled:
+            config = balance_config(self.config.balance, self.config.feet, config)
+        return config
+
+    def balanced(
+        self, times: np.ndarray, measurements: Sequence[Measurements], flags: np.ndarray
+    ) -> list[Measurements]:
+        """With the map's ``balance`` on: the CoM targets and look-ahead support of a whole motion added to
+        ``measurements`` (:class:`.balance.BalancedTargets`); otherwise ``measurements`` unchanged."""
+        if not self.config.balance.enabled:
+            return list(measurements)
+        from dynik_ros.retarget.balance import BalancedTargets
+
+        return BalancedTargets(self, self.config.balance).apply(times, measurements, flags)
+
     def make_ik(self, config: DynamicalIKConfig | None = None, q0: np.ndarray | None = None) -> DynamicalIK:
         """A :class:`DynamicalIK` for the robot and these targets, from :meth:`initial_configuration` (also
-        its home posture for branch recovery)."""
+        its home posture for branch recovery); the map's regularizers and balance apply
+        (:meth:`ik_config`)."""
         return DynamicalIK(
             self.robot,
             self.targets,
-            config,
+            self.ik_config(config),
             self.initial_configuration() if q0 is None else q0,
             home=self.initial_configuration(),
         )
@@ -411,6 +437,7 @@ class Retargeter:
         """:meth:`reset`, :meth:`motion_measurements` and :meth:`run` for a whole :class:`Motion`."""
         self.reset()
         measurements, contacts = self.motion_measurements(motion)
+        measurements = self.balanced(motion.times, measurements, contacts)
         return self.run(
             motion.times, measurements, settle=settle, evaluate=evaluate, progress=progress, contacts=contacts
         )

@@ -1,0 +1,121 @@
+"""The second seed's regularizers (Schumacher et al. 2021, sec. IV-C b and IV-D) as cost terms of the QP.
+
+**State regularizer** ``R_state(s) = 1/2 |s - s_bar|^2`` (towards the previous state). One step moves the
+state by ``dt m`` with ``m = w_0 nu_k + c`` (the quadrature's mean velocity, as in the integration), so the
+seed's term is ``1/2 dt^2 |m|^2``; it is used divided by ``dt^2``, ``1/2 w_state |m|^2``, to keep the weight
+independent of the sample rate and in the units of the velocity rows of eq. (10a).
+
+**Velocity regularizer** on body angular velocities, eq. (4)-(5) of the seed:
+
+    R_vel(s) = sum_i g_reg(3 - tr[R(q_bar_i)^T R(q_i)]),   g_reg(x) = 0 for x <= t_vel,
+
+non-zero with its gradient only above the threshold. Over one step body ``i`` turns by ``theta_i = dt
+omega_i`` (``omega_i = J_omega,i m``, its world angular velocity, ``m`` the step's mean velocity), and
+``x_i = 3 - tr(R_bar^T exp(theta) R_bar) = 2 (1 - cos|theta|) = |theta|^2 (1 + O(theta^2))``. The text of
+eq. (5) in our copy of the seed is garbled past "g_reg(x) = ... if x > t_vel, 0 otherwise" and the
+statement that the regularizer and its gradient vanish at the threshold; we use ``g_reg(x) = w_vel
+(sqrt(x) - sqrt(t_vel))^2 / dt^2`` above ``t_vel``, which has that property and, with ``sqrt(x) = dt
+|omega|``, reads ``w_vel (|omega_i| - omega_t)^2``: the excess body speed squared, in the units of the
+velocity rows, independent of the sample rate (``t_vel = 2 (1 - cos(omega_t dt))``; the seed's ``1.11e-5``
+at 1200 frames/s is ``omega_t = 4.0 rad/s``). A quartic ``g_reg`` (``(x - t_vel)^2``) was tried first: its
+Newton steps from a spike shrink it by only 2/3 per QP solve, so a 78 rad/s spike stayed above 50 rad/s.
+
+``R_vel`` is convex in ``m`` (a convex non-decreasing hinge of the convex ``|J_i m|``). The QP gets its
+second-order (Newton) model at an expansion point: with ``s_i = |omega_i| > omega_t``, ``e_i = omega_i /
+s_i`` and ``g_i = J_i^T e_i``, gradient ``2 w sum (s_i - omega_t) g_i`` and Hessian ``2 w sum [(omega_t /
+s_i) g_i g_i^T + (1 - omega_t / s_i) J_i^T J_i]`` (positive semi-definite). The first model is taken at
+the previous step's velocity; while a body is above the threshold the step re-solves with the model at its
+own solution (sequential QP, as the seed's SQP, at most ``iterations`` solves): the speed of a singularity
+rises within a few samples, and a model one sample late lets the spike through. Such a step is integrated
+by Euler (Adams' carried history made the regularized ``nu_k`` alternate). Bodies below the threshold add
+nothing, and with both weights 0 nothing is computed at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from dynik_ros.core.robot_model import RobotModel
+
+
+@dataclass(frozen=True)
+class RegularizerConfig:
+    """``state_weight`` ``w_state`` [1] and ``velocity_weight`` ``w_vel`` [s^2/rad^2 per (rad/s)^2 of
+    excess], ``velocity_threshold`` ``omega_t`` [rad/s]: body angular speed above which ``R_vel`` acts."""
+
+    state_weight: float = 0.0
+    velocity_weight: float = 0.0
+    velocity_threshold: float = 4.0
+    iterations: int = 4  # QP solves per step at most while a body is above the threshold
+
+    def __post_init__(self) -> None:
+        for name in ("state_weight", "velocity_weight", "velocity_threshold"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"regularizers.{name} must be finite and >= 0, got {value}")
+        if self.iterations < 1:
+            raise ValueError(f"regularizers.iterations must be >= 1, got {self.iterations}")
+
+    @property
+    def enabled(self) -> bool:
+        return self.state_weight > 0 or self.velocity_weight > 0
+
+
+class Regularizers:
+    """Cost terms ``(H, g)`` on ``nu_k`` for one :class:`RobotModel` (see the module docstring)."""
+
+    def __init__(self, robot: RobotModel, config: RegularizerConfig):
+        self.robot = robot
+        self.config = config
+        model, nb, nv = robot.model, robot.base_dofs, robot.nv
+        # support[i, c]: column c of mixed nu turns body i (the child of pinocchio joint i + 1)
+        bodies = range(1, model.njoints)
+        support = np.zeros((len(bodies), nv), dtype=bool)
+        for row, j in enumerate(bodies):
+            for k in model.supports[j]:
+                if k == 0:
+                    continue
+                if nb and k == 1:
+                    support[row, 3:6] = True  # the base's world angular velocity turns every body
+                    continue
+                start = model.joints[k].idx_v
+                support[row, start : start + model.joints[k].nv] = True
+        self.support = support.astype(float)
+        self._angular = np.zeros((3, nv))
+        if nb:
+            self._angular[:, 3:6] = np.eye(3)
+        self.last_active = 0  # bodies above the threshold in the last step
+
+    def cost(self, data: pin.Data, w0: float, carried: np.ndarray, m0: np.ndarray):
+        """``(H, g)`` on ``nu_k`` with ``data`` holding the step's joint Jacobians; ``carried`` is the part
+        of the step's mean velocity known before the QP (``m = w0 nu_k + carried``), ``m0`` the expansion
+        point of the velocity regularizer's model (a mean velocity)."""
+        config, nv = self.config, self.robot.nv
+        hessian_m = np.zeros((nv, nv))
+        gradient_m = np.zeros(nv)
+        self.last_active = 0
+        if config.velocity_weight > 0:
+            nb = self.robot.base_dofs
+            angular = self._angular
+            angular[:, nb:] = data.J[3:, nb:]  # world angular velocity of each joint column
+            omegas = (self.support * m0) @ angular.T  # (bodies, 3)
+            speeds = np.sqrt(np.einsum("ij,ij->i", omegas, omegas))
+            threshold = config.velocity_threshold
+            active = speeds > threshold
+            self.last_active = int(active.sum())
+            if self.last_active:
+                w = config.velocity_weight
+                s = self.support[active]
+                speed = speeds[active]
+                g = ((omegas[active] / speed[:, None]) @ angular) * s  # rows g_i = J_i^T e_i
+                gram = angular.T @ angular
+                rank_one = (threshold / speed)[:, None] * g
+                hessian_m = 2 * w * (rank_one.T @ g + gram * (s.T @ ((1.0 - threshold / speed)[:, None] * s)))
+                # Newton model about m0: gradient at m0 minus the Hessian's pull back to m0
+                gradient_m = 2 * w * (g.T @ (speed - threshold)) - hessian_m @ m0
+        if config.state_weight > 0:
+            hessian_m[np.diag_indices(nv)] += config.state_weight
+        return w0 * w0 * hessian_m, w0 * (hessian_m @ carried + gradient_m)

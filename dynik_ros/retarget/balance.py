@@ -1,0 +1,258 @@
+"""Quasi-static balance for retargeted motions (``dynik-retarget --balance``; core rows in
+:mod:`dynik_ros.core.com_objective`).
+
+The seed's walker (Schumacher et al. 2021, sec. V-4): "in the single-support phase of the gait, we ask for
+the CoM to lie within the support of that foot, and in the dual-support phase we ask the CoM to move along
+a line connecting the two feet". Offline, the whole contact sequence of the retargeter's foot-contact
+detection (:class:`~dynik_ros.retarget.scaling.FootContact`) is known, so:
+
+* the **support** of sample ``k`` is the feet in contact from ``k`` to ``k + lookahead``: a foot about to
+  lift no longer counts, so the CoM is over the stance foot before lift-off;
+* the **CoM target** (horizontal; no vertical row) is the centre of the stance foot's sole in single
+  support; across a double support it moves on the line from the last stance foot to the next over the
+  last ``shift_time`` seconds of the phase (the whole phase if shorter); with no stance foot before or
+  after, the middle of the feet stands in. Its velocity feed-forward is the plan's time derivative.
+
+The sole polygon of a foot is its map's sole points (heel, toe) widened by ``sole_half_width`` across the
+foot. :func:`support_figures` checks the written trajectory: the CoM of every output ``q`` against the
+polygon of the feet in contact at that ``q`` (the detection's flags, not the look-ahead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from dynik_ros.core.com_objective import BalanceConfig, SupportFrame, convex_hull, support_distance
+from dynik_ros.core.dynamical_ik import DynamicalIKConfig
+from dynik_ros.core.regularizers import RegularizerConfig
+from dynik_ros.core.targets import Measurements
+
+BALANCE_KEYS = (
+    "enabled",
+    "com_weight",
+    "com_gain",
+    "hard_support",
+    "margin",
+    "sole_half_width",
+    "lookahead",
+    "shift_time",
+    "recovery_gain",
+)
+REGULARIZER_KEYS = ("state_weight", "velocity_weight", "velocity_threshold")
+
+
+@dataclass(frozen=True)
+class BalanceSpec:
+    """The ``balance:`` section of a retargeting map (all lengths in metres, times in seconds)."""
+
+    enabled: bool = False
+    com_weight: float = 10.0  # horizontal CoM rows (no vertical)
+    com_gain: float = 10.0
+    hard_support: bool = True
+    margin: float = 0.015  # the polygon the IK keeps the CoM in (the check asks for 0.01)
+    sole_half_width: float = 0.03
+    lookahead: float = 0.1
+    shift_time: float = 0.3
+    recovery_gain: float = 10.0
+
+
+def balance_from_dict(reader, node) -> BalanceSpec:
+    """The ``balance:`` section, validated by the map reader (``retarget/config.py``'s ``_Reader``)."""
+    node = reader.mapping(node or {}, "balance", optional=BALANCE_KEYS)
+    values = {}
+    for key in BALANCE_KEYS:
+        if key not in node:
+            continue
+        if key in ("enabled", "hard_support"):
+            values[key] = reader.boolean(node[key], f"balance.{key}")
+        else:
+            values[key] = reader.number(node[key], f"balance.{key}", minimum=0.0)
+    return BalanceSpec(**values)
+
+
+def regularizers_from_dict(reader, node) -> RegularizerConfig:
+    """The ``regularizers:`` section (:class:`~dynik_ros.core.regularizers.RegularizerConfig`)."""
+    node = reader.mapping(node or {}, "regularizers", optional=REGULARIZER_KEYS)
+    return RegularizerConfig(
+        **{k: reader.number(node[k], f"regularizers.{k}", minimum=0.0) for k in REGULARIZER_KEYS if k in node}
+    )
+
+
+def sections_to_dict(balance: BalanceSpec, regularizers: RegularizerConfig) -> dict:
+    """The YAML form of both sections (for ``RetargetConfig.to_dict``)."""
+    return {
+        "balance": {k: getattr(balance, k) for k in BALANCE_KEYS},
+        "regularizers": {k: getattr(regularizers, k) for k in REGULARIZER_KEYS},
+    }
+
+
+def sole_polygon(
+    points: Sequence[Sequence[float]], half_width: float
+) -> tuple[tuple[float, float, float], ...]:
+    """The sole points widened by ``half_width`` along the foot frame's y axis (across the foot)."""
+    out = []
+    for x, y, z in points:
+        out += [(float(x), float(y) + half_width, float(z)), (float(x), float(y) - half_width, float(z))]
+    return tuple(out)
+
+
+def support_frames(feet, half_width: float) -> tuple[SupportFrame, ...]:
+    """:class:`SupportFrame` of each foot of a map (``FootSpec``: frame and sole points)."""
+    return tuple(SupportFrame(f.frame, sole_polygon(f.sole, half_width)) for f in feet)
+
+
+def ik_config(spec: BalanceSpec, feet, base: DynamicalIKConfig | None = None) -> DynamicalIKConfig:
+    """``base`` (default config) with the balance rows of ``spec`` for the map's ``feet``."""
+    balance = BalanceConfig(
+        enabled=True,
+        com_weight=(spec.com_weight, spec.com_weight, 0.0),
+        com_gain=spec.com_gain,
+        support=support_frames(feet, spec.sole_half_width),
+        hard_support=spec.hard_support,
+        margin=spec.margin,
+        recovery_gain=spec.recovery_gain,
+    )
+    return replace(base or DynamicalIKConfig(), balance=balance)
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """``[start, end)`` of every run of True in ``mask``."""
+    edges = np.diff(np.concatenate(([0], mask.astype(int), [0])))
+    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist(), strict=True))
+
+
+def plan(
+    times: np.ndarray, flags: np.ndarray, centres: np.ndarray, spec: BalanceSpec
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(support (N, n_feet) bool, com target (N, 3), com velocity (N, 3))`` from the detection's flags
+    ``(N, n_feet)`` (-1: no contact) and each foot's sole centre ``(N, n_feet, 3)`` (module docstring)."""
+    n, n_feet = flags.shape
+    contact = flags >= 0
+    dt = float(np.median(np.diff(times))) if n > 1 else 0.01
+    ahead = max(0, int(round(spec.lookahead / dt)))
+    support = contact.copy()
+    for k in range(1, ahead + 1):  # in contact now and for the next `ahead` samples
+        support[: n - k] &= contact[k:]
+    target = np.full((n, 2), np.nan)
+    single = support.sum(axis=1) == 1
+    if single.any():
+        foot = support[single].argmax(axis=1)
+        target[single] = centres[single, foot, :2]
+    middle = centres[:, :, :2].mean(axis=1)
+    for a, b in _runs(~single):
+        before = target[a - 1] if a > 0 else middle[a]
+        after = target[b] if b < n else middle[b - 1]
+        start = max(a, b - int(round(spec.shift_time / dt)))
+        t0, t1 = times[start], times[b - 1] if b - 1 > start else times[start] + dt
+        alpha = np.clip((times[a:b] - t0) / max(t1 - t0, 1e-9), 0.0, 1.0)
+        target[a:b] = before + alpha[:, None] * (after - before)
+    com = np.zeros((n, 3))
+    com[:, :2] = target
+    velocity = np.zeros((n, 3))
+    if n > 1:
+        velocity[:, :2] = np.gradient(target, times, axis=0)
+    return support, com, velocity
+
+
+class BalancedTargets:
+    """Adds the CoM target and the look-ahead support to a retargeter's measurements."""
+
+    def __init__(self, retargeter, spec: BalanceSpec):
+        self.retargeter = retargeter
+        self.spec = spec
+        feet = retargeter.config.feet
+        self._sole_centres = [np.mean(sole_polygon(f.sole, 0.0), axis=0) for f in feet]
+        self._rows = list(retargeter.contact.rows)
+        ori = {t.frame: i for i, t in enumerate(retargeter.targets.orientation_targets)}
+        self._ori_rows = [ori.get(f.frame) for f in feet]
+
+    def centres(self, measurements: Sequence[Measurements]) -> np.ndarray:
+        """World sole centre of each foot target ``(N, n_feet, 3)``."""
+        out = np.zeros((len(measurements), len(self._rows), 3))
+        for k, m in enumerate(measurements):
+            for f, (row, ori) in enumerate(zip(self._rows, self._ori_rows, strict=True)):
+                rotation = m.rotations[ori] if ori is not None else np.eye(3)
+                out[k, f] = m.positions[row] + rotation @ self._sole_centres[f]
+        return out
+
+    def apply(
+        self, times: np.ndarray, measurements: Sequence[Measurements], flags: np.ndarray
+    ) -> list[Measurements]:
+        support, com, velocity = plan(np.asarray(times, float), flags, self.centres(measurements), self.spec)
+        return [
+            replace(m, com_position=com[k], com_velocity=velocity[k], contacts=support[k])
+            for k, m in enumerate(measurements)
+        ]
+
+
+@dataclass
+class SupportFigures:
+    distance: np.ndarray  # (N,) CoM distance inside the polygon of the feet in contact [m]; NaN: no foot
+    com: np.ndarray  # (N, 3) CoM of the output
+    hulls: list  # per sample the polygon (m, 2) or None
+
+    def fraction_inside(self, margin: float = 0.01) -> float:
+        valid = np.isfinite(self.distance)
+        return float(np.mean(self.distance[valid] >= margin)) if valid.any() else float("nan")
+
+
+def support_figures(robot, q: np.ndarray, flags: np.ndarray, feet, half_width: float) -> SupportFigures:
+    """CoM of every output ``q`` against the polygon of the feet in contact (``flags >= 0``) at that ``q``."""
+    data = robot.model.createData()
+    frames = [robot.frame_id(f.frame) for f in feet]
+    soles = [np.array(sole_polygon(f.sole, half_width)) for f in feet]
+    n = len(q)
+    distance = np.full(n, np.nan)
+    com = np.zeros((n, 3))
+    hulls: list = [None] * n
+    for k in range(n):
+        com[k] = pin.centerOfMass(robot.model, data, q[k])
+        pin.updateFramePlacements(robot.model, data)
+        on = [f for f in range(len(feet)) if flags[k, f] >= 0]
+        if not on:
+            continue
+        corners = np.concatenate([data.oMf[frames[f]].act(soles[f].T).T for f in on])
+        hulls[k] = convex_hull(corners[:, :2])
+        distance[k] = support_distance(com[k], hulls[k])
+    return SupportFigures(distance, com, hulls)
+
+
+def plot_support(path: Path, runs: dict[str, SupportFigures], title: str) -> Path | None:
+    """PNG of the CoM ground tracks of ``runs`` against the support polygons of the first run."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    first = next(iter(runs.values()))
+    seen: set = set()
+    for hull in first.hulls:
+        if hull is None:
+            continue
+        key = tuple(np.round(hull, 3).ravel())
+        if key in seen:
+            continue
+        seen.add(key)
+        closed = np.vstack((hull, hull[:1]))
+        ax.plot(closed[:, 0], closed[:, 1], color="0.75", linewidth=0.6)
+    for (name, figures), colour in zip(runs.items(), ("tab:blue", "tab:red", "tab:green"), strict=False):
+        inside = figures.fraction_inside()
+        ax.plot(figures.com[:, 0], figures.com[:, 1], color=colour, linewidth=1.0,
+                label=f"{name}: {100 * inside:.1f} % of samples >= 1 cm inside")  # fmt: skip
+    ax.set_aspect("equal")
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_title(title)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
