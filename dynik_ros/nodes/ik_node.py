@@ -545,14 +545,6 @@ def _reason_of(message: str) -> str:
     return INVALID
 
 
-def main(argv: list[str] | None = None) -> int:
-    return run_node(IKNode, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 def _ik_config(p: dict[str, Any]) -> DynamicalIKConfig:
     """The solver options of the parameters: limit gain and the second seed's regularizers (off at 0; a
     robot map's ``regularizers:`` section applies while both weights are 0)."""
@@ -562,3 +554,11 @@ def _ik_config(p: dict[str, Any]) -> DynamicalIKConfig:
         velocity_threshold=p["velocity_regularizer_threshold"],
     )
     return DynamicalIKConfig(limit_gain=p["limit_gain"], regularizers=regularizers)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_node(IKNode, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
