@@ -125,6 +125,12 @@ ARGUMENTS: dict[str, tuple[str | None, str, Sequence[str] | None]] = {
 }
 
 
+# The simulated mocap of the closed loop (sim:=true use_mocap:=true): camera frame (the world in it: x, y, z
+# [m], roll, pitch, yaw [deg]; z up, so the floor is at camera z = 0.2) and the rigid body on the base
+SIM_MOCAP_CAMERA = (0.5, -1.0, 0.2, 0.0, 0.0, 30.0)
+SIM_MOCAP_MARKER = (0.0, 0.0, 0.1, 0.0, 0.0, 0.0)
+
+
 def share_file(relative: str) -> Path:
     """A file of this package's share directory, e.g. ``share_file('config/g1.yaml')``."""
     return SHARE / relative
@@ -375,11 +381,20 @@ def pipeline(
 
     actions: list[LaunchDescriptionEntity] = []
     use_mocap = robot and as_bool(args, "use_mocap")
+    # use_mocap with sim: the loop closed through the simulated mocap (issue 11). The harness follows the
+    # retargeted human pelvis (/dynik/base_target), not the IK's base, which then comes from the mocap
+    closed_loop = use_mocap and as_bool(args, "sim")
     if use_mocap:
         mocap = dict(common)
         base_frame = robot_base_frame(config_file)
         if base_frame:
             mocap["base_frame"] = base_frame  # child_frame_id of /robot/base_odom
+        if closed_loop:  # what mocap_node must know of the simulated camera and rigid body (eq. 1-2)
+            mocap.update(
+                robot=config_file,  # the robot world = the IK's world (its start pose)
+                rigid_body_in_base=list(SIM_MOCAP_MARKER),
+                ground_height=SIM_MOCAP_CAMERA[2],
+            )
         _, mocap_actions = managed_lifecycle_node(
             executable="mocap_node", namespace=namespace, parameters=mocap, log_level=log_level
         )
@@ -394,6 +409,7 @@ def pipeline(
             "robot": robot_name,
             "config_file": config_file,
             "use_base_odom": bool(use_mocap),
+            "publish_base_target": bool(closed_loop),
             # an offline replay runs ahead of the clock: stamps are checked against the stream only
             **({"max_future_stamp": 0.0} if replay and not as_bool(args, "realtime") else {}),
             "publish_markers": True,
@@ -412,6 +428,15 @@ def pipeline(
                 **common,
                 "robot": str(config_file),
                 "controller": args["controller"],
+                **(
+                    {
+                        "base_target_topic": "/dynik/base_target",
+                        "mocap_marker_offset": list(SIM_MOCAP_MARKER),
+                        "mocap_camera_from_world": list(SIM_MOCAP_CAMERA),
+                    }
+                    if closed_loop
+                    else {}
+                ),
             },
             log_level=log_level,
         )
@@ -433,6 +458,8 @@ def pipeline(
         actions += bridge_actions
 
     wearable = {**common, "model": model}
+    if closed_loop:
+        wearable["start_delay"] = 2.0  # mocap_node calibrates (eq. 1) while the robot still stands
     if replay:
         wearable.update(
             source="bag",

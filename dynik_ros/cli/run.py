@@ -315,6 +315,9 @@ class PipelineRunner:
             for name, node in nodes.items():
                 if node.trigger_activate() != _success():
                     raise PipelineError(f"{name}: activate failed: {node.last_error}")
+                ready = getattr(node, "is_ready", None)  # e.g. mocap_node calibrating: before the motion
+                if ready is not None and not spin_until(executor, helper, ready, 30.0):
+                    print(f"warning: {name} not ready after 30 s, going on", file=sys.stderr)
             loop_start = time.perf_counter()
             timed_out = self._spin(executor, nodes, helper)
             loop_time = time.perf_counter() - loop_start
@@ -459,6 +462,11 @@ class PipelineRunner:
         sim = next((n for n in nodes.values() if hasattr(n, "tracking_summary")), None)
         if sim is not None:
             m["sim"] = sim.tracking_summary()
+        mocap = next((n for n in nodes.values() if hasattr(n, "published_log")), None)
+        if sim is not None and mocap is not None:
+            from dynik_ros.sim.loop_figures import loop_summary
+
+            m["loop"] = loop_summary(mocap, ik, sim)
         return m
 
     def _print(self, m: Mapping[str, Any]) -> None:
@@ -500,6 +508,10 @@ class PipelineRunner:
                     f"{f(s['delay_max_ms'])} ms, RMS after the shift {f(s['rms_after_shift_rad'])} rad "
                     f"({s['moving_joints']} moving joints); base to IK base {f(s['base_error_mean_m'])} m"
                 )
+        if "loop" in m:
+            from dynik_ros.sim.loop_figures import loop_lines
+
+            lines += loop_lines(m["loop"])
         lines.append(
             f"  wall time     {m['run_time_s']:.2f} s running ({f(m['realtime_factor'])}x real time), "
             f"{m['total_time_s']:.2f} s with set-up"
@@ -599,6 +611,7 @@ def _topic_type(topic: str) -> tuple[type, bool]:
         "/mocap/rigid_body": (PoseStamped, True),
         "/joint_states": (JointState, False),
         "/sim/base_pose_true": (PoseStamped, False),
+        "/dynik/base_target": (Odometry, False),
     }
     try:
         from tf2_msgs.msg import TFMessage

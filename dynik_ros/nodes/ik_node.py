@@ -3,8 +3,10 @@
 Input: ``/human/link_states`` (``MultiDOFJointState``), optionally ``/robot/base_odom`` for the base pose.
 Model: a human model (``model:=human66|human48``, the paper's 23-link tracking set) or a robot
 (``robot:=g1|icub|...``, human links retargeted by :class:`dynik_ros.retarget.retargeter.Retargeter`).
-Output: ``/dynik/joint_states``, ``/dynik/base_odom``, ``/dynik/markers``, ``/diagnostics`` and the
-world -> base transform on ``/tf`` when ``tf2_msgs`` is importable.
+Output: ``/dynik/joint_states``, ``/dynik/base_odom``, ``/dynik/markers``, ``/diagnostics``, the
+world -> base transform on ``/tf`` when ``tf2_msgs`` is importable, and with ``publish_base_target`` the
+retargeted human root on ``/dynik/base_target`` (what the base is asked to do, independent of any base
+feedback: the harness target of a simulated robot whose base the IK reads from mocap).
 
 ``dt`` comes from the message stamps. The first message initializes the state (base at the measured root
 link for a human model, retargeter calibration for a robot) and is answered with that state. Refused
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +59,10 @@ from dynik_ros.nodes.conversions import (
     MessageRejected,
     joint_state_msg,
     link_states_from_cdr,
-    odometry_from_msg,
     odometry_msg,
     transform_stamped,
 )
+from dynik_ros.nodes.ik_base_feedback import BaseFeedback
 from dynik_ros.nodes.ik_markers import MarkerBuilder
 from dynik_ros.nodes.ik_params import IK_PARAMS
 from dynik_ros.nodes.node_process import run_node
@@ -78,7 +81,7 @@ LOCAL_REASONS = (
 _TF_NOTICE_GIVEN = False
 
 
-class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
+class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
     """Lifecycle node running :class:`DynamicalIK` on the link-state stream."""
 
     PARAMS = IK_PARAMS
@@ -97,6 +100,9 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
         self._evaluator: TrackingEvaluator | None = None
         self._entities = []
         self._pub_js = self._pub_odom = self._pub_markers = self._pub_diag = self._pub_tf = None
+        self._pub_target = None
+        # with use_base_odom: the base published per step, (stamp [s], x, y, z, qx, qy, qz, qw, clock [s])
+        self.base_log: deque[tuple[float, ...]] = deque(maxlen=200_000)
         self._tf_type = None
         self._latest = None
         self.tf_available = False
@@ -113,6 +119,7 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
         self.rebased = 0
         self.dt_clamped = 0
         self.base_odom_missing = 0
+        self.base_odom_ahead = 0
         self.last_qp_status = "none"
         # bounded: the last 1e5 samples (core/rolling.py)
         self.solve_times = RollingSamples()
@@ -171,6 +178,8 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
             self._pub_markers = self.create_lifecycle_publisher(MarkerArray, "/dynik/markers", RELIABLE_QOS)
         if p["publish_tf"]:
             self._setup_tf()
+        if p["publish_base_target"]:
+            self._setup_base_target()
         self._entities = [
             # raw=True: the CDR bytes are read straight into numpy (link_states_from_cdr)
             self.create_subscription(
@@ -285,7 +294,9 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
         self.destroy_entities(getattr(self, "_timers", []))
         self._timers = []
         self.destroy_entities(self._entities)
-        self.destroy_entities([self._pub_js, self._pub_odom, self._pub_markers, self._pub_diag, self._pub_tf])
+        self.destroy_entities(
+            [self._pub_js, self._pub_odom, self._pub_markers, self._pub_diag, self._pub_tf, self._pub_target]
+        )
         self._clear()
 
     def _apply_runtime(self, changes: dict[str, Any]) -> None:
@@ -299,17 +310,6 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
         self.get_logger().info(f"gains updated: {changes}")
 
     # ----------------------------------------------------------------- inputs
-    def _on_odom(self, msg: Odometry) -> None:
-        try:
-            stamp, position, rotation = odometry_from_msg(msg)
-            t = msg.twist.twist  # base frame (REP 105)
-            twist = np.array([t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z])
-            if not np.all(np.isfinite(twist)):
-                twist = np.zeros(6)
-            self._odom = (stamp, position, rotation, twist)
-        except Exception as exc:  # noqa: BLE001 - MessageRejected or anything else: never fatal
-            self.get_logger().warning(f"base odometry refused: {exc}", throttle_duration_sec=2.0)
-
     def _reject(self, reason: str, detail: str) -> None:
         self.rejections.add(reason, detail)
         self.get_logger().warning(f"link states refused ({reason}): {detail}", throttle_duration_sec=1.0)
@@ -364,7 +364,7 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
                 if dt > self.params["max_dt"]:
                     dt = self.params["max_dt"]
                     self.dt_clamped += 1
-                self._apply_base_odom(stamp)
+                self._apply_base_odom(stamp - int(round(dt * 1e9)))  # the step integrates from there
                 q, v = self.ik.step(measurements, dt)
                 self.steps += 1
                 self.solve_times.append(self.ik.info.solve_time)
@@ -386,6 +386,8 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
             )
             return
         self._publish_state(stamp, q, v)
+        if self._pub_target is not None:
+            self._publish_base_target(stamp, measurements)
         self.emit("ik_output", stamp)
         rate = self.params["metrics_rate"]
         if rate > 0 and stamp - self._last_metrics_ns >= 0.999e9 / rate:  # 0.999: stamps rounded to ns
@@ -442,24 +444,6 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
             q0 = self.robot.join(links.positions[i], links.rotations[i], q0[7:])
         self.ik.reset(q0)
 
-    def _apply_base_odom(self, stamp: int) -> None:
-        if not self.params["use_base_odom"]:
-            return
-        odom = self._odom
-        if odom is None or abs(stamp - odom[0]) > self.params["base_odom_timeout"] * 1e9:
-            self.base_odom_missing += 1
-            self.get_logger().warning(
-                "no base odometry close to the link-state stamps: the base is estimated",
-                throttle_duration_sec=2.0,
-            )
-            return
-        position, rotation = odom[1], odom[2]
-        if self.params["base_odom_extrapolate"]:  # to the link-state stamp with the odometry's twist
-            dt = (stamp - odom[0]) * 1e-9
-            position = position + rotation @ odom[3][:3] * dt
-            rotation = rotation @ pin.exp3(odom[3][3:] * dt)
-        self.ik.set_base_pose(position, rotation)
-
     # ----------------------------------------------------------------- outputs
     def _publish_state(self, stamp: int, q: np.ndarray, v: np.ndarray) -> None:
         """Joint states and base odometry serialized from templates (``cdr_writer``): no Python message
@@ -477,6 +461,10 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
             self._odom_writer.serialize(stamp, p, quaternion_from_rotation(rotation), v[:3], v[3:6]),
             lambda: odometry_msg(stamp, world, self.base_frame, p, rotation, v[:3], v[3:6]),
         )
+        if self.params["use_base_odom"]:
+            now = self.get_clock().now().nanoseconds * 1e-9  # when the IK answered (sim time with /clock)
+            quaternion = quaternion_from_rotation(rotation).tolist()
+            self.base_log.append((stamp * 1e-9, *p.tolist(), *quaternion, now))
         if self._pub_tf is not None:
             self._pub_tf.publish(
                 self._tf_type(transforms=[transform_stamped(stamp, world, self.base_frame, p, rotation)])
@@ -513,6 +501,7 @@ class IKNode(RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
         values.update({f"rejected_{k}": v for k, v in self.rejections.counts.items()})
         if self.params["use_base_odom"]:
             values["base_odom_missing"] = self.base_odom_missing
+            values["base_odom_ahead"] = self.base_odom_ahead
         level, message = DiagnosticStatus.OK, "tracking"
         if self.qp_failures or self.rejections.total:
             level = DiagnosticStatus.WARN

@@ -79,6 +79,12 @@ IK_PARAMS = (
         runtime=True,
     ),
     ParamSpec(
+        "publish_base_target",
+        False,
+        "Robot only: publish the retargeted human root (the base's position and orientation targets, "
+        "with their velocities) on /dynik/base_target, e.g. as sim_node's harness target in a closed loop.",
+    ),
+    ParamSpec(
         "base_odom_timeout",
         0.2,
         "Base odometry further than this from a link-state stamp is ignored [s].",

@@ -31,8 +31,9 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from dynik_ros.core.quaternion import quaternion_from_rotation
+from dynik_ros.core.quaternion import quaternion_from_rotation, rotation_from_quaternion
 from dynik_ros.core.rolling import RollingSamples
 from dynik_ros.io import plausibility
 from dynik_ros.nodes.base_estimation import (
@@ -44,11 +45,12 @@ from dynik_ros.nodes.base_estimation import (
     GapMonitor,
     MocapBaseEstimator,
     rpy_to_rotation,
+    yaw_of,
 )
 from dynik_ros.nodes.calibration_services import trigger_types
 from dynik_ros.nodes.common import (
     RELIABLE_QOS,
-    SENSOR_QOS,
+    ConfigError,
     DynikLifecycleNode,
     ParamSpec,
     RejectionCounter,
@@ -65,6 +67,13 @@ from dynik_ros.nodes.conversions import (
 )
 from dynik_ros.nodes.node_process import run_node
 
+# best effort like SENSOR_QOS, but deep: a simulated mocap delivers a physics chunk's captures (tens) at once
+BURST_QOS = QoSProfile(
+    history=HistoryPolicy.KEEP_LAST,
+    depth=256,
+    reliability=ReliabilityPolicy.BEST_EFFORT,
+    durability=DurabilityPolicy.VOLATILE,
+)
 UNHANDLED = "unhandled"  # an exception the callback did not expect: counted, logged, never fatal
 OUTLIER_REASON = "outlier"  # beyond the gate of the constant-twist prediction
 
@@ -108,6 +117,12 @@ class MocapNode(DynikLifecycleNode):
             "Height of the floor in the mocap frame (its z axis is up) [m].",
             low=-1e4,
             high=1e4,
+        ),
+        ParamSpec(
+            "robot",
+            "",
+            "Robot name (registry) or retargeting YAML: initial_base_position / _yaw are taken from its IK "
+            "start pose (the IK's world is then the robot world). '' = use the parameters.",
         ),
         ParamSpec(
             "initial_base_position",
@@ -235,8 +250,22 @@ class MocapNode(DynikLifecycleNode):
             params.get("max_body_angular_speed", 100.0),
         )
 
+    def _initial_base(self, p: dict[str, Any]) -> tuple[float, float, float]:
+        """x, y and heading of the initial base in the robot world: the parameters, or the IK's start pose
+        of ``robot``."""
+        if not p["robot"]:
+            return (*p["initial_base_position"], p["initial_base_yaw"])
+        try:
+            from dynik_ros.retarget.registry import load_robot
+
+            q0 = load_robot(p["robot"]).initial_configuration()
+        except (FileNotFoundError, KeyError, ValueError, ImportError) as exc:
+            raise ConfigError("robot", str(exc).strip("'\"")) from None
+        return float(q0[0]), float(q0[1]), yaw_of(rotation_from_quaternion(q0[3:7]))
+
     def _configure(self, p: dict[str, Any]) -> None:
         body = p["rigid_body_in_base"]
+        initial = self._initial_base(p)
         gate, accel = p["outlier_gate"], p["max_base_acceleration"]
         self.estimator = MocapBaseEstimator(
             EstimatorConfig(
@@ -246,8 +275,8 @@ class MocapNode(DynikLifecycleNode):
                 robot_world=p["robot_world"],
                 world_orientation=p["world_orientation"],
                 ground_height=p["ground_height"],
-                initial_position=tuple(p["initial_base_position"]),
-                initial_yaw=p["initial_base_yaw"],
+                initial_position=initial[:2],
+                initial_yaw=initial[2],
                 velocity_window=p["velocity_window"],
                 cutoff_hz=p["velocity_cutoff"],
                 max_dt=p["max_dt"],
@@ -261,7 +290,7 @@ class MocapNode(DynikLifecycleNode):
         self._reset_counts()
         self._pub = self.create_lifecycle_publisher(Odometry, "/robot/base_odom", RELIABLE_QOS)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
-        self._sub = self.create_subscription(PoseStamped, "/mocap/rigid_body", self._on_pose, SENSOR_QOS)
+        self._sub = self.create_subscription(PoseStamped, "/mocap/rigid_body", self._on_pose, BURST_QOS)
         trigger, _ = trigger_types()
         self._srv = self.create_service(trigger, "~/recalibrate", self._on_recalibrate)
 
@@ -380,6 +409,10 @@ class MocapNode(DynikLifecycleNode):
         )
         self.get_logger().info(response.message)
         return response
+
+    def is_ready(self) -> bool:
+        """Calibrated (the pipeline runner starts the motion only then: eq. 1 wants the robot still)."""
+        return self.estimator is not None and self.estimator.calibrated
 
     # ----------------------------------------------------------------- diagnostics
     def occluded_for(self) -> float:

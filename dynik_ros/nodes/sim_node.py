@@ -146,6 +146,8 @@ class SimNode(DynikLifecycleNode):
         # what the tracking summary compares: commands as received, joints and base as simulated (sim time)
         self.command_log: deque[tuple[float, np.ndarray]] = deque(maxlen=100_000)
         self.state_log: deque[tuple[float, np.ndarray, float]] = deque(maxlen=100_000)
+        # the true base as published on /sim/base_pose_true: (stamp [s], x, y, z, qx, qy, qz, qw)
+        self.base_log: deque[tuple[float, ...]] = deque(maxlen=200_000)
         self.refused_targets = 0
         self.mocap_published = 0
         self.inactive_commands = 0
@@ -238,6 +240,7 @@ class SimNode(DynikLifecycleNode):
                 self.create_subscription(Odometry, p["base_target_topic"], self._on_base_target, SENSOR_QOS)
             )
         self._clock_offset_ns = self._base_offset_ns = 0
+        self._offsets: deque[tuple[float, int]] = deque(maxlen=64)  # (until sim time, offset) before changes
 
     def _activate(self) -> None:
         sim = self.sim
@@ -397,7 +400,10 @@ class SimNode(DynikLifecycleNode):
         wall = self._steady.now().nanoseconds / NS
         steps = self.pacer.steps(wall, self.sim.time)
         if not self.params["publish_clock"]:  # time the sim skipped: stamps stay on the node clock
-            self._clock_offset_ns = self._base_offset_ns + int(round(self.pacer.dropped * NS))
+            offset = self._base_offset_ns + int(round(self.pacer.dropped * NS))
+            if offset != self._clock_offset_ns:  # captures before now keep the offset of their time
+                self._offsets.append((self.sim.time, self._clock_offset_ns))
+                self._clock_offset_ns = offset
         if steps:
             self.session.advance(steps, self._publish_state, self._publish_mocap)
             if "clock" in self._pubs:
@@ -420,14 +426,24 @@ class SimNode(DynikLifecycleNode):
         pose.header.stamp = stamp
         pose.header.frame_id = self.params["world_frame"]
         position, _ = sim.base_pose()
-        pose.pose = pose_msg(position, sim.base_quaternion_xyzw())
+        quaternion = sim.base_quaternion_xyzw()
+        pose.pose = pose_msg(position, quaternion)
         self._pubs["base_true"].publish(pose)
+        self.base_log.append((self.stamp_ns(t) * 1e-9, *position.tolist(), *np.asarray(quaternion).tolist()))
         base_error = float(np.linalg.norm(position - sim.harness_target[0]))
         self.state_log.append((t, sim.controlled_positions(), base_error))
 
+    def _capture_stamp_ns(self, sim_time: float) -> int:
+        """The stamp of a capture at ``sim_time``: with the clock offset of that time (a capture delivered
+        after the sim dropped time keeps the stamp of the instant it was taken)."""
+        for until, offset in self._offsets:  # oldest first: the offset of the span holding sim_time
+            if sim_time <= until:
+                return offset + int(round(sim_time * NS))
+        return self.stamp_ns(sim_time)
+
     def _publish_mocap(self, sample: Any) -> None:
         msg = PoseStamped()
-        msg.header.stamp = ns_to_stamp(self.stamp_ns(sample.stamp))
+        msg.header.stamp = ns_to_stamp(self._capture_stamp_ns(sample.stamp))
         msg.header.frame_id = self.params["mocap_frame"]
         msg.pose = pose_msg(sample.position, sample.quaternion)
         self._pubs["mocap"].publish(msg)
