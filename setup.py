@@ -39,6 +39,7 @@ CONSOLE_SCRIPTS = [
     "dynik-retarget = dynik_ros.cli.retarget:main",
     "dynik-ros = dynik_ros.cli.run:main",
     "dynik-xsens-sim = dynik_ros.io.xsens_stream:main",
+    "dynik-dynamics = dynik_ros.cli.dynamics:main",
     "wearable_node = dynik_ros.nodes.wearable_node:main",
     "ik_node = dynik_ros.nodes.ik_node:main",
     "mocap_node = dynik_ros.nodes.mocap_node:main",

@@ -65,6 +65,39 @@ class DynamicsOutput:
     from_shoes: bool
 
 
+class ShoeBuffer:
+    """The recent readings of each shoe, and the reading nearest a suit sample's stamp: the shoes stream
+    at their own rate and stamps, the suit at its own."""
+
+    def __init__(self, max_age: float, feet: int = 2, depth: int = 64):
+        if not max_age >= 0:
+            raise ValueError(f"max_age must be >= 0, got {max_age}")
+        self.max_age_ns = max_age * 1e9
+        self.buffers: list[deque[tuple[int, np.ndarray]]] = [deque(maxlen=depth) for _ in range(feet)]
+
+    def clear(self) -> None:
+        for buffer in self.buffers:
+            buffer.clear()
+
+    def add(self, foot: int, stamp_ns: int, wrench: np.ndarray) -> bool:
+        """Store a reading; ``False`` (not stored) when it is not newer than the last one of that shoe."""
+        buffer = self.buffers[foot]
+        if buffer and stamp_ns <= buffer[-1][0]:
+            return False
+        buffer.append((int(stamp_ns), np.asarray(wrench, dtype=float).reshape(6)))
+        return True
+
+    def at(self, stamp_ns: int) -> np.ndarray:
+        """``(feet, 6)``: each shoe's reading nearest ``stamp_ns`` within ``max_age``, NaN rows otherwise."""
+        out = np.full((len(self.buffers), 6), np.nan)
+        for f, buffer in enumerate(self.buffers):
+            if buffer:
+                stamp, wrench = min(buffer, key=lambda item: abs(item[0] - stamp_ns))
+                if abs(stamp - stamp_ns) <= self.max_age_ns:
+                    out[f] = wrench
+        return out
+
+
 class HumanDynamicsPipeline:
     """Suit samples (and shoe wrenches) in, :class:`DynamicsOutput` out, one sample behind (the central
     differences of :class:`SuitKinematics`)."""

@@ -12,7 +12,6 @@ and ``/diagnostics``. Refused inputs are counted by reason and never stop the no
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -23,7 +22,7 @@ from std_msgs.msg import String
 
 from dynik_ros.core.rolling import RollingSamples
 from dynik_ros.estimation.contact_classification import STATE_NAMES
-from dynik_ros.estimation.dynamics_pipeline import FEET, HumanDynamicsPipeline, PipelineConfig
+from dynik_ros.estimation.dynamics_pipeline import FEET, HumanDynamicsPipeline, PipelineConfig, ShoeBuffer
 from dynik_ros.estimation.map_dynamics import MapCovariances
 from dynik_ros.estimation.suit_kinematics import SuitSample
 from dynik_ros.io import stamp_guard
@@ -138,7 +137,7 @@ class DynamicsNode(DynikLifecycleNode):
         self.shoes_missing = 0
         self.step_times = RollingSamples()
         self.last_state = "none"
-        self._shoe_buffers: list[deque[tuple[int, np.ndarray]]] = [deque(maxlen=64), deque(maxlen=64)]
+        self.shoe_buffer = ShoeBuffer(self.params.get("max_shoe_age", 0.02))
 
     # ----------------------------------------------------------------- lifecycle hooks
     def _configure(self, p: dict[str, Any]) -> None:
@@ -188,6 +187,7 @@ class DynamicsNode(DynikLifecycleNode):
 
     def _activate(self) -> None:
         self.pipeline.reset()
+        self.shoe_buffer.clear()
         self.stamps.reset()
         self._timers = [self.create_timer(self.params["diagnostics_period"], self.publish_diagnostics)]
 
@@ -221,26 +221,17 @@ class DynamicsNode(DynikLifecycleNode):
             if not np.all(np.isfinite(wrench)):
                 self._reject(SHOE_NAN, f"{FEET[foot]} shoe wrench not finite")
                 return
-            stamp = stamp_to_ns(msg.header.stamp)
-            buffer = self._shoe_buffers[foot]
-            if buffer and stamp <= buffer[-1][0]:
+            if not self.shoe_buffer.add(foot, stamp_to_ns(msg.header.stamp), wrench):
                 self._reject(SHOE_STAMP, f"{FEET[foot]} shoe stamp not after the previous one")
                 return
-            buffer.append((stamp, wrench))
             self.shoes_received[foot] += 1
         except Exception as exc:  # noqa: BLE001 - no input may end the node
             self._reject(UNHANDLED, f"{type(exc).__name__}: {exc}")
 
     def shoes_at(self, sample: SuitSample) -> np.ndarray:
-        """``(2, 6)``: each shoe's reading nearest to the sample's stamp within ``max_shoe_age``, NaN
-        otherwise."""
-        out = np.full((2, 6), np.nan)
-        stamp, limit = sample.stamp_ns, self.params["max_shoe_age"] * 1e9
-        for f, buffer in enumerate(self._shoe_buffers):
-            if buffer:
-                best = min(buffer, key=lambda item: abs(item[0] - stamp))
-                if abs(best[0] - stamp) <= limit:
-                    out[f] = best[1]
+        """``(2, 6)``: each shoe's reading nearest the sample's stamp within ``max_shoe_age``, NaN rows
+        otherwise (counted in ``shoes_missing``)."""
+        out = self.shoe_buffer.at(sample.stamp_ns)
         if not np.isfinite(out).all():
             self.shoes_missing += 1
         return out
