@@ -16,6 +16,7 @@ same noisy inputs (pelvis acceleration, joint accelerations, shoe wrenches; noth
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -31,10 +32,17 @@ from dynik_ros.estimation.contact_classification import (
     state_from_flags,
 )
 from dynik_ros.estimation.map_dynamics import MapCovariances, MapDynamicsEstimator, plain_inverse_dynamics
-from dynik_ros.estimation.synthetic_dynamics import FEET, human_dynamics_truth
+from dynik_ros.estimation.synthetic_dynamics import FEET
+from dynik_ros.estimation.synthetic_dynamics import human_dynamics_truth as _truth
 
 NOISE = {"linear": 0.1, "angular": 0.5, "joint": 1.0, "force": 5.0, "moment": 1.0}
 WEIGHT = 75.0 * 9.81
+
+
+@functools.lru_cache(maxsize=4)
+def human_dynamics_truth(scenario: str, duration: float, rate: float, kind: str = "human66"):
+    """The ground truth, computed once per set of arguments (every section reads the same walk)."""
+    return _truth(scenario, duration, rate, kind=kind)
 
 
 def rms(x: np.ndarray) -> float:
@@ -256,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     robot, truth, tau, _ = map_section("human66", duration, args.rate)
     if not args.quick:
         map_section("human48", duration, args.rate)
-    full_form_section(min(duration, 2.2), args.rate)
+    full_form_section(0.25 if args.quick else min(duration, 2.2), args.rate)
     pipeline_section(duration, args.rate)
     base_velocity_section(duration, args.rate)
     contact_section(duration, args.rate)
