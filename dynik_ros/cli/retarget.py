@@ -534,6 +534,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-bag", action="store_true", help="do not write the rosbag2")
     parser.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
     parser.add_argument(
+        "--balance",
+        action="store_true",
+        help="keep the CoM over the feet in contact (quasi-static; the map's balance: section switched on): "
+        "summary line and com_track.png",
+    )
+    parser.add_argument(
         "--video",
         type=Path,
         help="also render the human and the robot side by side: .png (a strip of --frames), .gif or .mp4",
@@ -619,6 +625,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         retargeter = Retargeter.from_config(args.robot, args.calibration)
+        if args.balance:
+            from dataclasses import replace
+
+            balance = replace(retargeter.config.balance, enabled=True)
+            retargeter.config = replace(retargeter.config, balance=balance)
         if sum(x is not None for x in (args.input, args.bag, args.npz, args.motion)) > 1:
             parser.error("give one input: a capture file, --bag, --npz or --motion")
         if args.bag is not None or args.npz is not None or args.input is not None:
@@ -673,6 +684,7 @@ def main(argv: list[str] | None = None) -> int:
     retargeter.reset()
     try:
         measurements, contacts = retargeter.compute(*retargeter.motion_arrays(motion))
+        measurements = retargeter.balanced(motion.times, measurements, contacts)
         ik = retargeter.make_ik(ik_config)
         if args.gain is not None:
             ik.set_gains(args.gain, args.gain)
@@ -686,6 +698,14 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
 
     summary = summarize(retargeter, result, motion, args.settle, elapsed)
+    if retargeter.config.balance.enabled:
+        from dynik_ros.retarget.balance import balance_report
+
+        line, plot = balance_report(retargeter, result, None if args.no_plots else args.out / "com_track.png")
+        summary.text += "\n" + line
+        extra_plots = [plot] if plot is not None else []
+    else:
+        extra_plots = []
     written = [
         retargeter.save_calibration(args.out / "calibration.yaml"),
         write_csv(args.out / "trajectory.csv", retargeter.robot, result, motion.stamp_origin_ns),
@@ -699,6 +719,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_plots:
         written += plot_joints(args.out, retargeter.robot, result, ik_config.limit_gain)
         written.append(plot_errors(args.out, retargeter, result))
+    written += extra_plots
     if args.video is not None:
         from dynik_ros.retarget.render import SideBySide, render
 

@@ -7,14 +7,19 @@ a line connecting the two feet". Offline, the whole contact sequence of the reta
 detection (:class:`~dynik_ros.retarget.scaling.FootContact`) is known, so:
 
 * the **support** of sample ``k`` is the feet in contact from ``k`` to ``k + lookahead``: a foot about to
-  lift no longer counts, so the CoM is over the stance foot before lift-off;
+  lift no longer counts, so the CoM is over the stance foot before lift-off (when no foot stays, the feet
+  in contact now: the detection leaves gaps without contact between single supports on fast walks);
 * the **CoM target** (horizontal; no vertical row) is the centre of the stance foot's sole in single
   support; across a double support it moves on the line from the last stance foot to the next over the
   last ``shift_time`` seconds of the phase (the whole phase if shorter); with no stance foot before or
   after, the middle of the feet stands in. Its velocity feed-forward is the plan's time derivative.
 
 The sole polygon of a foot is its map's sole points (heel, toe) widened by ``sole_half_width`` across the
-foot. :func:`support_figures` checks the written trajectory: the CoM of every output ``q`` against the
+foot. While balancing, the root's position target weighs ``root_weight_scale`` times the map's and the
+upper body's targets ``upper_weight_scale`` times (measured on the G1 walk: with the map's weights the
+torso leaned back by up to 12 deg to keep the CoM over the stance foot while the human's pelvis moved on;
+upper-body MNTE 3.1e-3; with 0.1 and 5: 4.3e-6, the legs and the pelvis position take it up).
+:func:`support_figures` checks the written trajectory: the CoM of every output ``q`` against the
 polygon of the feet in contact at that ``q`` (the detection's flags, not the look-ahead).
 """
 
@@ -30,7 +35,7 @@ import pinocchio as pin
 from dynik_ros.core.com_objective import BalanceConfig, SupportFrame, convex_hull, support_distance
 from dynik_ros.core.dynamical_ik import DynamicalIKConfig
 from dynik_ros.core.regularizers import RegularizerConfig
-from dynik_ros.core.targets import Measurements
+from dynik_ros.core.targets import Measurements, TargetSet
 
 BALANCE_KEYS = (
     "enabled",
@@ -42,6 +47,8 @@ BALANCE_KEYS = (
     "lookahead",
     "shift_time",
     "recovery_gain",
+    "root_weight_scale",
+    "upper_weight_scale",
 )
 REGULARIZER_KEYS = ("state_weight", "velocity_weight", "velocity_threshold")
 
@@ -51,7 +58,7 @@ class BalanceSpec:
     """The ``balance:`` section of a retargeting map (all lengths in metres, times in seconds)."""
 
     enabled: bool = False
-    com_weight: float = 10.0  # horizontal CoM rows (no vertical)
+    com_weight: float = 40.0  # horizontal CoM rows (no vertical)
     com_gain: float = 10.0
     hard_support: bool = True
     margin: float = 0.015  # the polygon the IK keeps the CoM in (the check asks for 0.01)
@@ -59,6 +66,8 @@ class BalanceSpec:
     lookahead: float = 0.1
     shift_time: float = 0.3
     recovery_gain: float = 10.0
+    root_weight_scale: float = 0.1
+    upper_weight_scale: float = 5.0
 
 
 def balance_from_dict(reader, node) -> BalanceSpec:
@@ -138,6 +147,8 @@ def plan(
     support = contact.copy()
     for k in range(1, ahead + 1):  # in contact now and for the next `ahead` samples
         support[: n - k] &= contact[k:]
+    none_stays = ~support.any(axis=1)
+    support[none_stays] = contact[none_stays]
     target = np.full((n, 2), np.nan)
     single = support.sum(axis=1) == 1
     if single.any():
@@ -216,10 +227,40 @@ def support_figures(robot, q: np.ndarray, flags: np.ndarray, feet, half_width: f
         on = [f for f in range(len(feet)) if flags[k, f] >= 0]
         if not on:
             continue
-        corners = np.concatenate([data.oMf[frames[f]].act(soles[f].T).T for f in on])
+        corners = np.concatenate(
+            [soles[f] @ data.oMf[frames[f]].rotation.T + data.oMf[frames[f]].translation for f in on]
+        )
         hulls[k] = convex_hull(corners[:, :2])
         distance[k] = support_distance(com[k], hulls[k])
     return SupportFigures(distance, com, hulls)
+
+
+def is_upper_body(link: str, root: str) -> bool:
+    """A human link above the pelvis (not the root, a leg, a foot or a toe)."""
+    return link != root and not any(part in link for part in ("Leg", "Foot", "Toe"))
+
+
+def weighted_targets(targets: TargetSet, spec: BalanceSpec, root: str) -> TargetSet:
+    """``targets`` with the root's position weight and the upper body's weights scaled (module docstring)."""
+    out = []
+    for t in targets.targets:
+        if t.source == root:
+            t = replace(t, position_weight=tuple(spec.root_weight_scale * w for w in t.position_weight))
+        elif is_upper_body(t.source, root):
+            scale = spec.upper_weight_scale
+            t = replace(
+                t,
+                position_weight=tuple(scale * w for w in t.position_weight),
+                orientation_weight=tuple(scale * w for w in t.orientation_weight),
+            )
+        out.append(t)
+    return TargetSet(out)
+
+
+def upper_body_mnte(targets: TargetSet, orientation_error: np.ndarray, root: str) -> float:
+    """Eq. (15) over the upper body's orientation targets: mean of ``1 - cos(angle error)``."""
+    upper = [i for i, t in enumerate(targets.orientation_targets) if is_upper_body(t.source, root)]
+    return float(np.mean(1.0 - np.cos(orientation_error[:, upper]))) if upper else float("nan")
 
 
 def plot_support(path: Path, runs: dict[str, SupportFigures], title: str) -> Path | None:
@@ -247,12 +288,99 @@ def plot_support(path: Path, runs: dict[str, SupportFigures], title: str) -> Pat
         inside = figures.fraction_inside()
         ax.plot(figures.com[:, 0], figures.com[:, 1], color=colour, linewidth=1.0,
                 label=f"{name}: {100 * inside:.1f} % of samples >= 1 cm inside")  # fmt: skip
-    ax.set_aspect("equal")
+    x0, x1 = ax.get_xlim()
+    y0, y1 = ax.get_ylim()
+    stretched = (y1 - y0) < 0.25 * (x1 - x0)  # a long walk: equal axes would leave a flat line
+    if not stretched:
+        ax.set_aspect("equal")
     ax.set_xlabel("x [m]")
-    ax.set_ylabel("y [m]")
+    ax.set_ylabel("y [m] (stretched)" if stretched else "y [m]")
     ax.set_title(title)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+@dataclass
+class BalanceComparison:
+    """One motion retargeted without and with the balance rows (:func:`compare`)."""
+
+    robot: str
+    motion: str
+    samples: int
+    no_contact: int  # samples without a foot in contact (not counted in the fractions)
+    inside: dict  # run -> fraction of contact samples with the CoM >= 1 cm inside
+    min_distance: dict  # run -> smallest distance inside [m] (negative: outside)
+    upper_mnte: dict  # run -> eq. (15) over the upper body
+    held: int  # balanced steps that took the solver's failure path
+    figures: dict  # run -> SupportFigures
+
+
+def compare(retargeter, motion, settle: float = 1.0, label: str = "motion") -> BalanceComparison:
+    """Retarget ``motion`` with the map as it is and with its balance section switched on."""
+    spec = replace(retargeter.config.balance, enabled=True)
+    plain_config = replace(retargeter.config, balance=replace(spec, enabled=False))
+    retargeter.config = plain_config
+    retargeter.reset()
+    measurements, flags = retargeter.motion_measurements(motion)
+    results = {"plain": retargeter.run(motion.times, measurements, settle=settle, contacts=flags)}
+    retargeter.config = replace(plain_config, balance=spec)
+    balanced = retargeter.balanced(motion.times, measurements, flags)
+    results["balanced"] = retargeter.run(motion.times, balanced, settle=settle, contacts=flags)
+    feet, root = retargeter.config.feet, retargeter.config.root.link
+    figures = {
+        name: support_figures(retargeter.robot, r.q, flags, feet, spec.sole_half_width)
+        for name, r in results.items()
+    }
+    return BalanceComparison(
+        robot=retargeter.config.name,
+        motion=label,
+        samples=len(motion.times),
+        no_contact=int((flags < 0).all(axis=1).sum()),
+        inside={k: f.fraction_inside(0.01) for k, f in figures.items()},
+        min_distance={k: float(np.nanmin(f.distance)) for k, f in figures.items()},
+        upper_mnte={
+            k: upper_body_mnte(retargeter.targets, r.orientation_error, root) for k, r in results.items()
+        },
+        held=int((~results["balanced"].solved).sum()),
+        figures=figures,
+    )
+
+
+def format_comparisons(rows: Sequence[BalanceComparison]) -> str:
+    head = (
+        f"  {'robot':<6} {'motion':<26} {'samples':>7} {'no foot':>7} {'inside >= 1 cm':>15} "
+        f"{'min dist [mm]':>14} {'upper MNTE':>19} {'held':>4}"
+    )
+    lines = [head, f"  {'':<50} {'plain / balanced':>15} {'plain / balanced':>14} {'plain / balanced':>19}"]
+    for r in rows:
+        lines.append(
+            f"  {r.robot:<6} {r.motion[:26]:<26} {r.samples:>7} {r.no_contact:>7} "
+            f"{100 * r.inside['plain']:5.1f} / {100 * r.inside['balanced']:5.1f} % "
+            f"{1e3 * r.min_distance['plain']:6.1f} / {1e3 * r.min_distance['balanced']:5.1f} "
+            f"{r.upper_mnte['plain']:8.1e} / {r.upper_mnte['balanced']:8.1e} {r.held:>4}"
+        )
+    return "\n".join(lines)
+
+
+def balance_report(retargeter, result, plot_path: Path | None) -> tuple[str, Path | None]:
+    """The summary line of a balanced run and its CoM track plot (``None``: not written)."""
+    spec = retargeter.config.balance
+    figures = support_figures(
+        retargeter.robot, result.q, result.contacts, retargeter.config.feet, spec.sole_half_width
+    )
+    valid = np.isfinite(figures.distance)
+    upper = upper_body_mnte(retargeter.targets, result.orientation_error, retargeter.config.root.link)
+    line = (
+        f"balance: CoM >= 1 cm inside the support on {100 * figures.fraction_inside(0.01):.1f} % of the "
+        f"{int(valid.sum())} samples with a foot in contact (min {1e3 * np.nanmin(figures.distance):.1f} mm; "
+        f"{int((~valid).sum())} without contact); upper-body MNTE {upper:.2e}"
+        if valid.any()
+        else "balance: no sample with a foot in contact"
+    )
+    plot = None
+    if plot_path is not None:
+        plot = plot_support(plot_path, {"balanced": figures}, f"{retargeter.config.name}: CoM ground track")
+    return line, plot

@@ -198,10 +198,16 @@ class Retargeter:
         """A :class:`DynamicalIK` for the robot and these targets, from :meth:`initial_configuration` (also
         its home posture for branch recovery); the map's regularizers and balance apply
         (:meth:`ik_config`)."""
+        config = self.ik_config(config)
+        targets = self.targets
+        if config.balance.enabled and self.config.balance.enabled:  # weights shifted to the legs
+            from dynik_ros.retarget.balance import weighted_targets
+
+            targets = weighted_targets(self.targets, self.config.balance, self.config.root.link)
         return DynamicalIK(
             self.robot,
-            self.targets,
-            self.ik_config(config),
+            targets,
+            config,
             self.initial_configuration() if q0 is None else q0,
             home=self.initial_configuration(),
         )
@@ -339,7 +345,13 @@ class Retargeter:
     ) -> None:
         """Converge ``ik`` onto a frozen first sample (zero feed-forward) for ``duration`` seconds of IK time,
         so the first output frame is already on the motion; joint limits hold throughout (eq. 12)."""
-        frozen = Measurements(measurement.positions, measurement.rotations)
+        frozen = Measurements(  # balance targets (CoM, support) kept, their feed-forward dropped too
+            measurement.positions,
+            measurement.rotations,
+            com_position=measurement.com_position,
+            com_velocity=None if measurement.com_position is None else np.zeros(3),
+            contacts=measurement.contacts,
+        )
         for _ in range(int(round(duration / dt))):
             ik.step(frozen, dt)
         ik.stop()

@@ -1,0 +1,61 @@
+"""Quasi-static balance over whole retargeted walks (issue 12 item 4): G1 and TALOS, the synthetic walk and
+the real CMU excerpt, each retargeted as the map is and with ``balance`` on; the fraction of samples (with a
+foot in contact) whose CoM ground projection is at least 1 cm inside the support polygon of the output,
+the upper-body MNTE of both runs, and a PNG of the CoM ground tracks against the support polygons.
+
+    .venv/bin/python benchmarks/balance_walk.py [--quick] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="G1 only, 3 s of synthetic walk (smoke run)")
+    parser.add_argument("--out", type=Path, default=Path("out/balance"), help="directory of the PNG plots")
+    parser.add_argument("--duration", type=float, default=8.0, help="synthetic walk length [s]")
+    args = parser.parse_args(argv)
+    from dynik_ros.io.bvh import read_bvh
+    from dynik_ros.retarget.balance import compare, format_comparisons, plot_support
+    from dynik_ros.retarget.human import synthetic_human_motion
+    from dynik_ros.retarget.retargeter import Retargeter
+
+    robots = ["g1"] if args.quick else ["g1", "talos"]
+    duration = 3.0 if args.quick else args.duration
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows, plots = [], []
+    for name in robots:
+        retargeter = Retargeter.from_config(name)
+        human = retargeter.config.human
+        walk = synthetic_human_motion("walking", duration, 100.0, height=human.height, mass=human.mass)
+        motions = [("synthetic", f"synthetic walk {duration:g} s", walk)]
+        if not args.quick:
+            cmu = read_bvh(ROOT / "test" / "data" / "cmu_131_01_walk_excerpt.bvh")
+            motions.append(("cmu", "CMU 131_01 excerpt (BVH)", cmu))
+        for tag, label, motion in motions:
+            retargeter = Retargeter.from_config(name)
+            row = compare(retargeter, motion, label=label)
+            rows.append(row)
+            print(f"  {name} {label}: done", file=sys.stderr)
+            path = plot_support(args.out / f"com_track_{name}_{tag}.png", row.figures, f"{name}: {label}")
+            if path is None:
+                print("balance_walk: matplotlib not installed, no plot", file=sys.stderr)
+            else:
+                plots.append(path)
+    print("CoM ground projection vs the support polygon of the feet in contact (output q), 1 cm margin:")
+    print(format_comparisons(rows))
+    if plots:
+        print("plots: " + ", ".join(map(str, plots)))
+    return 0 if all(r.held == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
