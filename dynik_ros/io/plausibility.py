@@ -9,7 +9,12 @@ and ~40 rad/s):
 * every link within ``max_position`` of the world origin;
 * every linear speed below ``max_linear_speed``, every angular speed below ``max_angular_speed``;
 * per sample, every link's displacement below ``max_linear_speed * dt + jump_margin`` and rotation below
-  ``max_angular_speed * dt + jump_angle_margin`` from the last accepted sample.
+  ``max_angular_speed * dt + jump_angle_margin`` from the last accepted sample;
+* when angular velocities are measured, every link's rotation within
+  ``jump_angle_margin + max_angular_acceleration * dt**2 / 2`` of the one its measured angular velocities
+  predict (``exp(dt (w0 + w1) / 2) R0``). The speed bound alone let a half turn of the whole world through
+  after two refused samples (25 ms at 120 Hz allow 3.5 rad at 100 rad/s), and the IK then tracked a 2 rad
+  error down for a second; the links' own gyros said they turned 0.01 rad.
 
 A teleport that then stays (the person re-registered, the world origin reset) is accepted after
 ``confirm`` consecutive samples that agree with each other (each plausible relative to the previous
@@ -19,6 +24,8 @@ one): the guard then re-bases on them and says so (``rebased``), so the IK can r
 from __future__ import annotations
 
 import numpy as np
+
+from dynik_ros.core.so3 import exp_so3
 
 POSITION, SPEED, JUMP = "implausible_position", "implausible_speed", "implausible_jump"
 REASONS = (POSITION, SPEED, JUMP)
@@ -35,6 +42,7 @@ class PlausibilityGuard:
         jump_margin: float = 0.5,
         jump_angle_margin: float = 1.0,
         confirm: int = 3,
+        max_angular_acceleration: float = 500.0,
     ):
         self.max_position = max_position
         self.max_linear_speed = max_linear_speed
@@ -42,11 +50,12 @@ class PlausibilityGuard:
         self.jump_margin = jump_margin
         self.jump_angle_margin = jump_angle_margin
         self.confirm = max(1, int(confirm))
+        self.max_angular_acceleration = max_angular_acceleration
         self.reset()
 
     def reset(self) -> None:
-        self._last: tuple[np.ndarray, np.ndarray] | None = None
-        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._last: Sample | None = None
+        self._pending: list[Sample] = []
 
     def check(
         self,
@@ -69,28 +78,26 @@ class PlausibilityGuard:
                 fastest = float(np.sqrt(np.einsum("ij,ij->i", values, values).max()))
                 if fastest > limit:
                     return SPEED, f"a link at {fastest:.3g} {unit} (limit {limit:g} {unit})"
-        sample = (positions, rotations)
+        sample = (positions, rotations, angular_velocities)
         if self._last is not None:
             detail = self._jump(self._last, sample, dt)
             if detail:
                 pending = self._pending
                 if pending and self._jump(pending[-1], sample, dt):
                     pending.clear()
-                pending.append((positions.copy(), rotations.copy()))
+                pending.append(_copy(sample))
                 if len(pending) < self.confirm:
                     return JUMP, detail
                 self._pending = []
-                self._last = (positions.copy(), rotations.copy())
+                self._last = _copy(sample)
                 return "rebased", f"{self.confirm} consistent samples after a jump: {detail}"
         self._pending = []
-        self._last = (positions.copy(), rotations.copy())
+        self._last = _copy(sample)
         return None, ""
 
-    def _jump(
-        self, before: tuple[np.ndarray, np.ndarray], after: tuple[np.ndarray, np.ndarray], dt: float
-    ) -> str:
+    def _jump(self, before: Sample, after: Sample, dt: float) -> str:
         """Why ``after`` cannot follow ``before`` within ``dt`` ('' if it can)."""
-        (p0, r0), (p1, r1) = before, after
+        (p0, r0, w0), (p1, r1, w1) = before, after
         if p0.shape != p1.shape or r0.shape != r1.shape:
             return ""
         moved = float(np.sqrt(np.einsum("ij,ij->i", p1 - p0, p1 - p0).max(initial=0.0)))
@@ -103,4 +110,25 @@ class PlausibilityGuard:
             allowed = self.max_angular_speed * dt + self.jump_angle_margin
             if turned > allowed:
                 return f"a link turned {np.degrees(turned):.0f} deg in {dt:.3g} s"
+            if w0 is not None and w1 is not None and w0.shape == w1.shape == (len(r0), 3):
+                off = _angles(r1, exp_so3(0.5 * dt * (w0 + w1)) @ r0)
+                worst = int(np.argmax(off))
+                allowed = self.jump_angle_margin + 0.5 * self.max_angular_acceleration * dt * dt
+                if off[worst] > allowed:
+                    return (
+                        f"a link turned {np.degrees(off[worst]):.0f} deg away from what its angular velocity "
+                        f"predicts in {dt:.3g} s (allowed {np.degrees(allowed):.0f} deg)"
+                    )
         return ""
+
+
+Sample = tuple[np.ndarray, np.ndarray, "np.ndarray | None"]  # positions, rotations, angular velocities
+
+
+def _copy(sample: Sample) -> Sample:
+    return tuple(None if a is None else np.array(a, dtype=float) for a in sample)  # type: ignore[return-value]
+
+
+def _angles(r1: np.ndarray, r0: np.ndarray) -> np.ndarray:
+    """Geodesic angles between ``(n, 3, 3)`` rotations."""
+    return np.arccos(np.clip((np.einsum("nij,nij->n", r0, r1) - 1.0) / 2.0, -1.0, 1.0))

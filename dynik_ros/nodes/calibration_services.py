@@ -182,6 +182,7 @@ class RetargetCalibrationServices:
             return response
         if self.ik is not None:
             self.retargeter.reset(self.ik.q)  # re-align onto the robot as it stands: no jump
+            self._rebase_pending = True  # the IK's reference x_{k-1} is in the old alignment
         response.success = True
         response.message = (
             f"retargeting calibration of {self.model_label} from {average.samples} T-pose samples: "

@@ -142,6 +142,7 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
             params.get("max_link_angular_speed", 100.0),
         )
         self._last_ns: int | None = None
+        self._rebase_pending = False  # the world frame moved: DynamicalIK.rebase at the next step
         self._period_ns = 10**9 // 100  # the last step between accepted stamps (default 100 Hz)
         self._last_marker_ns = -(10**18)
         self._last_metrics_ns = -(10**18)
@@ -353,7 +354,7 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
             self.rebased += 1
             self.get_logger().warning(f"input re-based: {detail}")
             if reason == "rebased":  # the world moved under the person: keep the posture, move the base
-                self._rebase_world(links)
+                self._rebase_world()
         try:
             measurements = self._measurements(links)
             if self._last_ns is None:
@@ -364,6 +365,9 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
                 if dt > self.params["max_dt"]:
                     dt = self.params["max_dt"]
                     self.dt_clamped += 1
+                if self._rebase_pending:
+                    self.ik.rebase(measurements, dt)
+                    self._rebase_pending = False
                 self._apply_base_odom(stamp - int(round(dt * 1e9)))  # the step integrates from there
                 q, v = self.ik.step(measurements, dt)
                 self.steps += 1
@@ -423,15 +427,13 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
             return self.retargeter.measurements(poses, twists, time=(links.stamp_ns - self._first_ns) * 1e-9)
         return self.targets.measurements_from_links(poses, twists)
 
-    def _rebase_world(self, links: LinkStates) -> None:
+    def _rebase_world(self) -> None:
         """A confirmed teleport of every link (the person re-registered, the world origin moved): the
-        joints stay, only the base follows. A robot's retargeter re-aligns the new data onto the robot as
-        it stands; a human model's base is put on the measured root link."""
+        joints stay, the base and the IK's stored reference follow the world (``DynamicalIK.rebase``, at the
+        next step). A robot's retargeter first re-aligns the new data onto the robot as it stands."""
         if self.retargeter is not None:
             self.retargeter.reset(self.ik.q)
-        elif self.base_frame in links.names and self.robot.floating_base:
-            i = links.names.index(self.base_frame)
-            self.ik.set_base_pose(links.positions[i], links.rotations[i])
+        self._rebase_pending = True
 
     def _initialize(self, links: LinkStates) -> None:
         """First input: start from the measured root pose (human) or the retargeter's configuration."""
