@@ -181,6 +181,7 @@ class RetargetConfig:
     velocity_cap: float | None = None
     locked_joints: tuple[str, ...] = ()
     constraints: tuple[ConstraintSpec, ...] = ()
+    hinges: tuple[tuple[str, str], ...] = ()  # (parent frame, child frame): retarget/hinge_alignment.py
     source: Path | None = None
     balance: BalanceSpec = field(default_factory=BalanceSpec)  # retarget/balance.py (off by default)
     regularizers: RegularizerConfig = field(default_factory=RegularizerConfig)  # core/regularizers.py
@@ -301,6 +302,8 @@ class RetargetConfig:
                 for c in self.constraints
             ]
         out.update(sections_to_dict(self.balance, self.regularizers))
+        if self.hinges:
+            out["hinges"] = [list(pair) for pair in self.hinges]
         return out
 
 
@@ -531,6 +534,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "locked_joints",
             "balance",
             "regularizers",
+            "hinges",
         ),
     )
     robot = r.mapping(
@@ -695,6 +699,15 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             )
         )
 
+    hinges = []
+    for i, pair in enumerate(top.get("hinges") or []):
+        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(f, str) for f in pair):
+            raise r.error(f"hinges[{i}]", "expected [parent frame, child frame]")
+        for f in pair:
+            if f not in seen_frames or not targets[seen_frames[f]].orientation:
+                raise r.error(f"hinges[{i}]", f"'{f}' must be an orientation target")
+        hinges.append((pair[0], pair[1]))
+
     return RetargetConfig(
         name=r.string(robot["name"], "robot.name"),
         urdf=r.string(robot["urdf"], "robot.urdf"),
@@ -719,6 +732,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             else r.number(lim["velocity_cap"], "limits.velocity_cap", positive=True)
         ),
         constraints=tuple(constraints),
+        hinges=tuple(hinges),
         source=Path(source) if source is not None else None,
         balance=balance_from_dict(r, top.get("balance")),
         regularizers=regularizers_from_dict(r, top.get("regularizers")),

@@ -25,6 +25,7 @@ import pinocchio as pin
 from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
 from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measurements, TargetSet
 from dynik_ros.retarget.calibration import Calibration, calibrate, check_calibration, yaw_alignment
+from dynik_ros.retarget.hinge_alignment import HingeAlignment, find_hinge
 from dynik_ros.retarget.registry import RobotSpec, load_robot
 from dynik_ros.retarget.scaling import FootContact, PositionScaling
 
@@ -132,6 +133,13 @@ class Retargeter:
         self._foot_links = np.array([index[f.link] for f in config.feet], dtype=int)
         self._foot_offsets = np.array([calibration.offsets[f.frame] for f in config.feet]).reshape(-1, 3, 3)
         ori_rows = {t.frame: i for i, t in enumerate(ori_specs)}
+        calibration_q = self.spec.calibration_configuration()
+        self.hinges = HingeAlignment(
+            [
+                find_hinge(self.robot, calibration_q, parent, child, ori_rows[parent], ori_rows[child])
+                for parent, child in config.hinges
+            ]
+        )
         feet_with_ori = [(ori_rows[f.frame], k) for k, f in enumerate(config.feet) if f.frame in ori_rows]
         self._foot_ori_rows = np.array([row for row, _ in feet_with_ori], dtype=int)
         self._foot_ori_feet = np.array([k for _, k in feet_with_ori], dtype=int)
@@ -263,7 +271,7 @@ class Retargeter:
         v = v @ a.T
         w = w @ a.T
         self.scaling.origin = self.alignment.robot_origin
-        target_rotations = r[:, self._ori_links] @ self._ori_offsets
+        target_rotations = self.hinges.apply(r[:, self._ori_links] @ self._ori_offsets)
         target_omegas = w[:, self._ori_links]
         target_positions, target_velocities = self.scaling.targets(p, r, v, w)
         foot_rotations = r[:, self._foot_links] @ self._foot_offsets
