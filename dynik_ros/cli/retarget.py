@@ -81,7 +81,12 @@ class ProgressBar:
                 self.stream.flush()
 
 
+LOWER_BODY = ("UpperLeg", "LowerLeg", "Foot", "Toe")  # human links of the legs; the rest is upper body
+
+
 # ---------------------------------------------------------------------------- input
+
+
 def synthetic_motion(
     scenario: str,
     duration: float,
@@ -292,8 +297,14 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
     feet = foot_figures(
         robot, result.q, times, result.contacts, retargeter.config.feet, retargeter.config.contact.blend_time
     )
+    legs = np.array(
+        [any(k in retargeter.config.target(f).link for k in LOWER_BODY) for f in frames], dtype=bool
+    )
+    per_target = 1.0 - np.cos(result.orientation_error)  # eq. (15) per target: tr(I - R^T R*) / 2
     stats = {
         "mnte_mean": float(result.mnte.mean()),
+        "mnte_upper_body_mean": float(per_target[:, ~legs].mean()) if (~legs).any() else float("nan"),
+        "mnte_legs_mean": float(per_target[:, legs].mean()) if legs.any() else float("nan"),
         "mnte_p95": float(np.percentile(result.mnte, 95)),
         "angular_velocity_rmse": float(result.angular_velocity_rmse.mean()),
         "position_rmse": float(result.position_rmse.mean()),
@@ -337,6 +348,8 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         f"{'-' * 44} {'-' * 40}",
         f"{'MNTE, eq. (15): mean / p95 / max':<44} {stats['mnte_mean']:.2e} / {stats['mnte_p95']:.2e} / "
         f"{result.mnte.max():.2e}",
+        f"{'MNTE: upper body (trunk, head, arms) / legs':<44} {stats['mnte_upper_body_mean']:.2e} / "
+        f"{stats['mnte_legs_mean']:.2e}",
         f"{'angular-velocity RMSE, eq. (16): mean':<44} {stats['angular_velocity_rmse']:.3f} rad/s",
         f"{'position RMSE: mean':<44} {1e3 * stats['position_rmse']:.1f} mm",
         f"{'largest orientation error (link)':<44} {stats['max_orientation_error_deg']:.1f} deg "
