@@ -556,11 +556,11 @@ def test_bridge_clamps_and_rate_limits(h, human66):
     assert h.spin_until(lambda: len(commands) >= 1)
     far = human66.upper + 1.0  # beyond every upper limit
     pub.publish(_joint_states(names, far, 2))
-    assert h.spin_until(lambda: node.fresh_commands >= 2)
-    h.spin(0.005)
-    previous, latest = np.asarray(commands[0].data), np.asarray(node.last_command)
-    assert np.all(latest <= human66.upper + 1e-12)
-    step = np.abs(latest - previous)
+    assert h.spin_until(lambda: node.fresh_commands >= 2 and len(commands) >= 2)
+    # each command moves at most velocity_limit * dt, dt capped at two command periods (a late timer)
+    wire = np.array([c.data for c in commands])
+    assert np.all(wire <= human66.upper + 1e-12)
+    step = np.abs(np.diff(wire, axis=0))
     assert np.all(step <= human66.velocity_limit * 2.0 / node.params["command_rate"] + 1e-9)
     assert np.any(step > 0)
     assert node.rate_limited >= 1 and node.clamped >= 1
@@ -573,9 +573,11 @@ def test_bridge_clamps_and_rate_limits(h, human66):
     np.testing.assert_allclose(node.last_command, target, atol=1e-9)
     bad = _joint_states(names, start, 100)
     bad.position[0] = math.nan
-    pub.publish(bad)
-    h.spin(0.1)
-    assert node.rejections.counts["nan"] == 1
+    for _ in range(5):  # best effort: resent until the bridge counted it (a wait, never a race)
+        pub.publish(bad)
+        if h.spin_until(lambda: node.rejections.counts["nan"] >= 1, timeout=4.0):
+            break
+    assert node.rejections.counts["nan"] >= 1
     assert all(np.all(np.isfinite(c.data)) for c in commands)
 
 
