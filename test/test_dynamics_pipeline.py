@@ -67,6 +67,32 @@ def test_pipeline_without_shoes_and_with_the_base_from_the_feet():
         PipelineConfig(base_velocity="mocap")
 
 
-def test_suit_kinematics_needs_human66():
-    with pytest.raises(ValueError, match="Human66"):
-        SuitKinematics.human66(human_model("human48"))
+def test_suit_kinematics_on_human48_recovers_the_true_state():
+    """Human48's joints have 1-3 axes in anatomical order: eq. 6 by Gauss-Newton, not in closed form."""
+    from dynik_ros.models.human import XSENS_SEGMENTS, Subject, pelvis_height
+    from dynik_ros.motion.synthetic import synthesize
+
+    robot, truth = human_dynamics_truth("walking", 1.1, 60.0, kind="human48")
+    motion = synthesize(robot, "walking", 1.1, 60.0, list(XSENS_SEGMENTS), pelvis_height(Subject()))
+    kinematics = SuitKinematics.for_human(robot)
+    for k in range(len(motion.times)):
+        sample = SuitSample(
+            motion.times[k],
+            motion.positions[k],
+            motion.rotations[k],
+            motion.linear_velocities[k],
+            motion.angular_velocities[k],
+        )
+        q = kinematics.configuration(sample.positions, sample.rotations)
+        np.testing.assert_allclose(q, truth.q[k], atol=1e-8)
+        v = kinematics.velocity(q, sample.linear_velocities, sample.angular_velocities)
+        np.testing.assert_allclose(v, truth.v[k], atol=1e-8)
+
+
+def test_suit_kinematics_needs_every_xsens_link():
+    from dynik_ros.models.human import XSENS_JOINTS, XSENS_PARENT
+    from dynik_ros.models.segments import XSENS_SEGMENTS
+
+    links = [n for n in XSENS_SEGMENTS if n != "LeftToe"]
+    with pytest.raises(ValueError, match="LeftToe"):
+        SuitKinematics(human_model("human66"), links, XSENS_PARENT, XSENS_JOINTS)

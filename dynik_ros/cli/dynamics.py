@@ -65,12 +65,14 @@ def _bag_shoes(path: Path, topics: list[str], max_age: float) -> ShoeBuffer:
     return buffer
 
 
-def _synthetic(scenario: str, duration: float, rate: float, height: float, mass: float):
+def _synthetic(scenario: str, duration: float, rate: float, kind: str, height: float, mass: float):
     from dynik_ros.estimation.synthetic_dynamics import human_dynamics_truth
-    from dynik_ros.retarget.human import synthetic_human_motion
+    from dynik_ros.models.human import XSENS_SEGMENTS, Subject, pelvis_height
+    from dynik_ros.motion.synthetic import synthesize
 
-    _, truth = human_dynamics_truth(scenario, duration, rate, height=height, mass=mass)
-    motion = synthetic_human_motion(scenario, duration, rate, height=height, mass=mass)
+    robot, truth = human_dynamics_truth(scenario, duration, rate, kind=kind, height=height, mass=mass)
+    standing = pelvis_height(Subject(height=height, mass=mass))
+    motion = synthesize(robot, scenario, duration, rate, list(XSENS_SEGMENTS), standing)
     samples = [
         SuitSample(
             motion.times[k], motion.positions[k], motion.rotations[k], motion.linear_velocities[k],
@@ -129,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-shoes", action="store_true", help="ignore the shoes: kinematic contact only")
     parser.add_argument("--max-shoe-age", type=float, default=0.02, help="[s] (default: %(default)s)")
     parser.add_argument("--base-velocity", choices=("suit", "contacts"), default="suit")
+    parser.add_argument("--model", choices=("human66", "human48"), default="human66", help="human model")
     parser.add_argument("--height", type=float, default=1.75, help="subject height [m]")
     parser.add_argument("--mass", type=float, default=75.0, help="subject mass [kg]")
     parser.add_argument("--duration", type=float, default=5.5, help="synthetic: seconds (default 5.5)")
@@ -145,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--duration and --rate must be positive, --max-shoe-age >= 0")
         if args.out is not None and args.out.suffix != ".npz":
             raise ValueError(f"--out must end in .npz, got '{args.out}'")
-        robot = human_model("human66", args.height, args.mass)
+        robot = human_model(args.model, args.height, args.mass)
         config = PipelineConfig(args.height, args.mass, base_velocity=args.base_velocity)
         pipeline = HumanDynamicsPipeline(robot, config)
         truth = None
@@ -157,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             shoes = None if args.no_shoes else _bag_shoes(args.bag, topics, args.max_shoe_age)
         else:
             samples, shoes, truth = _synthetic(
-                args.synthetic, args.duration, args.rate, args.height, args.mass
+                args.synthetic, args.duration, args.rate, args.model, args.height, args.mass
             )
             shoes = None if args.no_shoes else shoes
     except (ValueError, FileNotFoundError) as exc:

@@ -106,7 +106,7 @@ class HumanDynamicsPipeline:
         self.robot = robot
         self.config = config or PipelineConfig()
         c = self.config
-        self.kinematics = SuitKinematics.human66(robot)
+        self.kinematics = SuitKinematics.for_human(robot)
         self.links = self.kinematics.links
         self.feet = [self.links.index(f) for f in FEET]
         self.map = MapDynamicsEstimator(robot, self.links, FEET, c.covariances)

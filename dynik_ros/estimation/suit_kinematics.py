@@ -1,11 +1,14 @@
-"""Human66 state from the suit's link states: the link-pairwise inverse kinematics of Latella et al. 2019,
-sec. 3.2 (eq. 6), joint velocities from the link angular velocities, and accelerations by differences.
+"""Human66/Human48 state from the suit's link states: the link-pairwise inverse kinematics of Latella et al.
+2019, sec. 3.2 (eq. 6), joint velocities from the link angular velocities, and accelerations by
+differences.
 
 Human66's Xsens joints are spherical, three revolute joints ``rotx``, ``roty``, ``rotz`` in that order, and
 in the zero configuration every link frame is aligned with the pelvis (:mod:`dynik_ros.models.human`).
 The relative rotation of a link pair is therefore ``R_parent^T R_child = R_x(a) R_y(b) R_z(c)``, and
 eq. 6 (the angles that best reproduce the measured relative rotation) has the closed-form solution
 ``b = asin(R_02)``, ``a = atan2(-R_12, R_22)``, ``c = atan2(-R_01, R_00)`` (exact for ``|b| < 90 deg``).
+Human48's joints (1 to 3 axes in anatomical order, with limits) are solved by Gauss-Newton on the rotation
+error, warm-started from the previous sample and clipped into the limits.
 
 Velocities: the base twist is the pelvis twist in the pelvis frame; the joint velocities solve the
 stacked link angular velocities ``omega_L = J_L,ang nu`` in the least-squares sense. Accelerations (the
@@ -56,18 +59,22 @@ class HumanState:
     link_accelerations: np.ndarray  # (L, 6)
 
 
+_AXES = {"JointModelRX": (1.0, 0.0, 0.0), "JointModelRY": (0.0, 1.0, 0.0), "JointModelRZ": (0.0, 0.0, 1.0)}
+
+
+def _rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    return pin.exp3(np.asarray(axis) * angle)
+
+
 class SuitKinematics:
-    """Link states of the 23 Xsens links -> Human66 ``q``, ``nu`` and accelerations (module docstring)."""
+    """Link states of the 23 Xsens links -> Human66/Human48 ``q``, ``nu`` and accelerations (module
+    docstring). ``joints``: child link -> Xsens joint; the model's revolute joints named
+    ``<xsens joint>_rot<axis>`` (1 to 3 of them, in chain order) model it."""
 
     def __init__(
         self, robot: RobotModel, links: Sequence[str], parents: dict[str, str], joints: dict[str, str]
     ):
-        missing = [j for j in robot.joint_names if j.rsplit("_rot", 1)[0] not in set(joints.values())]
-        if missing or robot.n_joints != 3 * len(joints):
-            raise ValueError(
-                f"{robot.name}: only a model with three revolute joints x, y, z per Xsens joint (Human66) is "
-                "supported"
-            )
+        model = robot.model
         self.robot = robot
         self.links = tuple(links)
         index = {name: i for i, name in enumerate(self.links)}
@@ -75,16 +82,31 @@ class SuitKinematics:
         if absent or "Pelvis" not in index:
             raise ValueError(f"the suit's links lack {absent or ['Pelvis']}")
         self.pelvis = index["Pelvis"]
-        self.pairs = [
-            (index[parents[child]], index[child], [robot.joint_index(f"{joint}_rot{a}") for a in "xyz"])
-            for child, joint in joints.items()
-        ]
+        by_xsens: dict[str, list[int]] = {}
+        for i, name in enumerate(robot.joint_names):
+            by_xsens.setdefault(name.rsplit("_rot", 1)[0], []).append(i)
+        unknown = sorted(set(by_xsens) - set(joints.values()))
+        if unknown:
+            raise ValueError(f"{robot.name}: joints {unknown[:3]} are not Xsens joints <joint>_rot<axis>")
+        self.pairs = []  # (parent link, child link, joint indices, axes (k, 3), closed form x-y-z)
+        for child, joint in joints.items():
+            columns = by_xsens.get(joint, [])
+            if not columns:  # a fixed joint (Human48's ball of the foot)
+                continue
+            kinds = [model.joints[model.getJointId(robot.joint_names[i])].shortname() for i in columns]
+            if any(k not in _AXES for k in kinds):
+                raise ValueError(f"{robot.name}: joint {joint} is not made of revolute x/y/z joints")
+            axes = np.array([_AXES[k] for k in kinds])
+            closed = [k[-1] for k in kinds] == ["X", "Y", "Z"]
+            self.pairs.append((index[parents[child]], index[child], columns, axes, closed))
         self.frame_ids = [robot.frame_id(name) for name in self.links]
-        self.data = robot.model.createData()
+        self.data = model.createData()
         self.window: deque[tuple[SuitSample, np.ndarray, np.ndarray]] = deque(maxlen=3)
+        self._last_s = np.zeros(robot.n_joints)
 
     @classmethod
-    def human66(cls, robot: RobotModel) -> SuitKinematics:
+    def for_human(cls, robot: RobotModel) -> SuitKinematics:
+        """The 23 Xsens links on a Human66 or Human48 model."""
         from dynik_ros.models.human import XSENS_JOINTS, XSENS_PARENT
         from dynik_ros.models.segments import XSENS_SEGMENTS
 
@@ -92,15 +114,36 @@ class SuitKinematics:
 
     def reset(self) -> None:
         self.window.clear()
+        self._last_s = np.zeros(self.robot.n_joints)
 
     def configuration(self, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
-        """``q`` from world link poses: the pelvis pose and eq. 6 per link pair (closed form)."""
-        s = np.zeros(self.robot.n_joints)
-        for parent, child, (ix, iy, iz) in self.pairs:
+        """``q`` from world link poses: the pelvis pose and eq. 6 per link pair, in closed form for x-y-z
+        joints (Human66), else by Gauss-Newton on the rotation error from the previous sample's angles,
+        clipped into the joint limits (Human48)."""
+        s = self._last_s.copy()
+        lower, upper = self.robot.lower, self.robot.upper
+        for parent, child, columns, axes, closed in self.pairs:
             r = rotations[parent].T @ rotations[child]
-            s[iy] = np.arcsin(np.clip(r[0, 2], -1.0, 1.0))
-            s[ix] = np.arctan2(-r[1, 2], r[2, 2])
-            s[iz] = np.arctan2(-r[0, 1], r[0, 0])
+            if closed:
+                ix, iy, iz = columns
+                s[iy] = np.arcsin(np.clip(r[0, 2], -1.0, 1.0))
+                s[ix] = np.arctan2(-r[1, 2], r[2, 2])
+                s[iz] = np.arctan2(-r[0, 1], r[0, 0])
+                continue
+            angles = s[columns]
+            for _ in range(6):
+                partial = [np.eye(3)]  # R_{i+1} ... R_k, from the last joint back
+                for axis, angle in zip(axes[::-1], angles[::-1], strict=True):
+                    partial.append(_rotation(axis, angle) @ partial[-1])
+                model_r = partial[-1]
+                error = pin.log3(model_r.T @ r)  # in the child frame
+                jac = np.stack([partial[len(axes) - 1 - i].T @ axes[i] for i in range(len(axes))], axis=1)
+                step, *_ = np.linalg.lstsq(jac, error, rcond=None)
+                angles = np.clip(angles + step, lower[columns], upper[columns])
+                if np.abs(step).max() < 1e-12:
+                    break
+            s[columns] = angles
+        self._last_s = s
         rotation = rotations[self.pelvis]
         return np.concatenate((positions[self.pelvis], quaternion_from_rotation(rotation), s))
 

@@ -56,7 +56,9 @@ LOCAL_REASONS = (
 
 DEFAULTS = MapCovariances()
 PARAMS = (
-    ParamSpec("model", "human66", "Human model the torques are estimated on.", choices=("human66",)),
+    ParamSpec(
+        "model", "human66", "Human model the torques are estimated on.", choices=("human66", "human48")
+    ),
     ParamSpec("height", 1.75, "Subject body height [m] (scales the model).", low=0.5, high=2.5),
     ParamSpec("mass", 75.0, "Subject body mass [kg] (scales the model).", low=5.0, high=300.0),
     ParamSpec("ground_height", 0.0, "Height of the ground in the suit's world [m].", low=-100.0, high=100.0),
@@ -323,7 +325,9 @@ class DynamicsNode(DynikLifecycleNode):
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [
-            diagnostic_status(f"{self.get_name()}: human dynamics", "human66", level, message, values)
+            diagnostic_status(
+                f"{self.get_name()}: human dynamics", self.params["model"], level, message, values
+            )
         ]
         self._pub_diag.publish(msg)
 
