@@ -158,6 +158,45 @@ def test_a_jump_that_stays_is_followed_and_a_recalibration_keeps_the_pose():
     assert verdict == ACCEPTED and np.allclose(state.position, [0.0, 0.0, 1.0], atol=1e-12)
 
 
+def test_calibration_waits_for_the_robot_to_stand_still():
+    """A robot settling in a harness (turning 2 deg back over its first 0.15 s, as the simulated iCub did)
+    must not define the world's heading: the window slides on until it stands, and the estimate's world is
+    then the true one; calibrating on the first poses would turn it by a degree."""
+
+    def settling(t: float) -> tuple[np.ndarray, np.ndarray]:
+        yaw = math.pi + math.radians(2.0) * max(0.0, 1.0 - t / 0.15)
+        return np.array([0.1, -0.2, 0.6]), Rotation.from_euler("ZYX", [yaw, 0.0, 0.0]).as_matrix()
+
+    def heading_error(**overrides: Any) -> tuple[float, int]:
+        est = MocapBaseEstimator(
+            EstimatorConfig(
+                initial_position=(0.1, -0.2), initial_yaw=math.pi, ground_height=CAMERA[2], **overrides
+            )
+        )
+        mocap = MocapSimulator(
+            MocapConfig(
+                camera_from_world=CAMERA, marker_offset=(0.0,) * 6, position_noise=0.0, rotation_noise=0.0,
+                dropout_fraction=0.0, outlier_fraction=0.0,
+            )
+        )  # fmt: skip
+        state = None
+        for k in range(400):
+            t = k * 1e-3
+            mocap.capture(t, *settling(t))
+            for sample in mocap.deliver(t):
+                rotation = Rotation.from_quat(sample.quaternion).as_matrix()
+                state = est.update(int(round(sample.stamp * 1e9)), sample.position, rotation)[1] or state
+        _, truth_rotation = settling(1.0)
+        return math.degrees(Rotation.from_matrix(truth_rotation.T @ state.rotation).magnitude()), (
+            est.calibration_restarts
+        )
+
+    error, restarts = heading_error()
+    assert error < 0.05 and restarts >= 1, (error, restarts)  # the first still window: 0.03 deg
+    error, restarts = heading_error(still_angle=10.0, still_position=10.0)  # no stillness check
+    assert error > 0.5 and restarts == 0, error
+
+
 # --------------------------------------------------------------------------- mocap_node (real rclpy)
 class Harness:
     def __init__(self, rclpy: Any):

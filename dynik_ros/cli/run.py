@@ -678,8 +678,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--domain-id", type=int, help="ROS domain id (default: $ROS_DOMAIN_ID)")
     run.add_argument(
         "--video",
-        metavar="PNG",
-        help="pipelines with sim_node: draw the simulated robot at 6 instants of the run into this PNG strip",
+        metavar="FILE",
+        help="pipelines with sim_node: draw the simulated robot: .png (6 instants side by side), .gif or "
+        ".mp4 (the run at 20 fps of sim time; MP4 needs ffmpeg on PATH)",
     )
     sub.add_parser("list", help="list the pipelines")
     args = parser.parse_args(argv)
@@ -695,6 +696,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         if not sims or args.no_record:
             print("dynik-ros: --video needs a recorded run of a pipeline with sim_node", file=sys.stderr)
+            return 2
+        from dynik_ros.sim.render import check_video_path
+
+        try:
+            check_video_path(args.video)  # before the run: an MP4 without ffmpeg is refused at once
+        except ValueError as exc:
+            print(f"dynik-ros: {exc}", file=sys.stderr)
             return 2
     try:
         metrics = run_pipeline(

@@ -5,8 +5,10 @@ system's calibrated frame, z up, the floor at ``ground_height``), the robot worl
 and the tracked rigid body ``{IMU}`` fixed on the robot, ``T_b,imu`` from the base (``rigid_body_*``).
 
 * **Calibration, eq. (1)**: ``T_cr = T_c,imu,0 (T_b,imu)^-1 (T_rb,0)^-1``. ``T_c,imu,0`` is the robust
-  mean of the first ``calibration_samples`` rigid-body poses (the robot standing still; a pose that agrees
-  with neither neighbour within the outlier gate is left out). ``T_rb,0``, the base in the robot world at
+  mean of ``calibration_samples`` rigid-body poses while the robot stands still (the window slides on
+  until its two halves agree within ``still_position`` / ``still_angle``: a robot settling in a harness
+  turned 2 deg in its first 0.15 s; a pose that agrees with neither neighbour within the outlier gate is
+  left out). ``T_rb,0``, the base in the robot world at
   t = 0, follows the seed: the robot world is the ground projection of the initial base (z = 0 on the
   floor) with the base's initial orientation. Here
   that orientation is the base's *heading* by default (``world_orientation="heading"``: the world stays
@@ -93,6 +95,8 @@ class EstimatorConfig:
     max_acceleration: float = 20.0
     max_angular_acceleration: float = 200.0
     confirm: int = 3
+    still_position: float = 0.002  # the calibration window's halves agree this well, or it slides on
+    still_angle: float = math.radians(0.2)
 
     def validate(self) -> None:
         if self.robot_world not in ROBOT_WORLDS:
@@ -123,7 +127,7 @@ class MocapBaseEstimator:
         self.calibrated = False
         self.last_state: BaseState | None = None
         self.last_raw: tuple[int, np.ndarray, np.ndarray] | None = None  # stamp, camera-frame pose
-        self.outliers = self.jumps = 0
+        self.outliers = self.jumps = self.calibration_restarts = 0
         self.restart_velocity()
 
     def restart_velocity(self) -> None:
@@ -181,6 +185,24 @@ class MocapBaseEstimator:
         rotations = np.array([self._samples[i][1] for i in keep])
         return positions.mean(axis=0), project_to_so3(rotations.mean(axis=0)), keep
 
+    def _still(self) -> bool:
+        """Whether the calibration window's two halves have the same mean pose (within ``still_position``
+        and ``still_angle``): eq. 1 wants the robot standing. Always true with ``robot_world="camera"``."""
+        c = self.config
+        if c.robot_world == "camera" or len(self._samples) < 4:
+            return True
+        keep = self._robust_mean()[2]  # an outlier in a half would move its mean by centimetres
+        half = len(self._samples) // 2
+        first = [self._samples[i] for i in keep if i < half]
+        second = [self._samples[i] for i in keep if i >= half]
+        if not first or not second:
+            return False
+        p1 = np.mean([p for p, _ in first], axis=0)
+        p2 = np.mean([p for p, _ in second], axis=0)
+        r1 = project_to_so3(np.mean([r for _, r in first], axis=0))
+        r2 = project_to_so3(np.mean([r for _, r in second], axis=0))
+        return bool(np.linalg.norm(p1 - p2) <= c.still_position and angle_between(r1, r2) <= c.still_angle)
+
     def _calibrate(self) -> list[int]:
         """Eq. (1) from the calibration window; returns the indices of its inlier poses."""
         p_raw, r_raw, keep = self._robust_mean()
@@ -232,6 +254,11 @@ class MocapBaseEstimator:
             self._samples.append((position, rotation))
             self._stamps.append(stamp_ns)
             if len(self._samples) < self.config.calibration_samples:
+                return CALIBRATING, None
+            if not self._still():  # the robot moves (settling in a harness, walking): slide the window
+                half = len(self._samples) // 2 or 1
+                self._samples, self._stamps = self._samples[half:], self._stamps[half:]
+                self.calibration_restarts += 1
                 return CALIBRATING, None
             keep = self._calibrate()
             last = len(self._samples) - 1

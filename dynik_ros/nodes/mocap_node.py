@@ -99,6 +99,15 @@ class MocapNode(DynikLifecycleNode):
             length=6,
         ),
         ParamSpec(
+            "calibration_still",
+            [2.0, 0.2],
+            "The calibration window's halves must agree within this (the robot standing; the window slides "
+            "on until they do): [mm, deg].",
+            low=1e-6,
+            high=1e6,
+            length=2,
+        ),
+        ParamSpec(
             "robot_world",
             "initial_base",
             "'initial_base': eq. 1, the world on the floor under the initial base (the seed); 'camera': "
@@ -285,6 +294,8 @@ class MocapNode(DynikLifecycleNode):
                 max_acceleration=accel[0],
                 max_angular_acceleration=accel[1],
                 confirm=p["jump_confirm"],
+                still_position=p["calibration_still"][0] * 1e-3,
+                still_angle=math.radians(p["calibration_still"][1]),
             )
         )
         self._reset_counts()
@@ -437,6 +448,8 @@ class MocapNode(DynikLifecycleNode):
         level, message = DiagnosticStatus.OK, "calibrated"
         if not calibrated:
             level, message = DiagnosticStatus.WARN, "calibrating (waiting for /mocap/rigid_body)"
+            if self.estimator is not None and self.estimator.calibration_restarts:
+                message = "calibrating: waiting for the robot to stand still"
         if occluded:
             level, message = DiagnosticStatus.WARN, f"occluded for {occluded * 1e3:.0f} ms: holding"
         elif gaps.occlusions > self._occlusions_reported:
@@ -462,6 +475,7 @@ class MocapNode(DynikLifecycleNode):
             "jumps": self.jumps,
             "rebased": self.rebased,
             "recalibrations": self.recalibrations,
+            "calibration_restarts": self.estimator.calibration_restarts if self.estimator else 0,
             "latency_p50_ms": latency["p50"],
             "latency_max_ms": latency["max"],
         }

@@ -1,19 +1,23 @@
-"""PNG strip of a simulated run: the robot drawn at a few instants of a recorded bag (headless).
+"""PNG strip or video of a simulated run: the robot drawn at instants of a recorded bag (headless).
 
 The bag's ``/joint_states`` and ``/sim/base_pose_true`` (sim_node's outputs) give the robot's state at
 each instant; MuJoCo draws the model (collision geometry: the sim drops visuals) with an offscreen
 OpenGL context, EGL by default (``MUJOCO_GL``, read when mujoco is imported, so this runs in its own
-process: ``python -m dynik_ros.sim.render BAG --robot g1 --out strip.png``). The frames are tiled left to
-right with their time.
+process: ``python -m dynik_ros.sim.render BAG --robot g1 --out strip.png``). A ``.png`` tiles a few frames
+left to right with their time; a ``.gif`` (Pillow) or ``.mp4`` (the ``ffmpeg`` program, when it is on
+PATH: refused with a clear message otherwise, before any work) plays the run at ``fps`` frames per second
+of sim time, the camera following the base.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,10 +43,22 @@ def _states(bag: str | Path) -> list[tuple[float, dict[str, float], np.ndarray, 
     return [(t - t0, j, p, q) for t, j, p, q in out]
 
 
-def render_strip(
-    bag: str | Path, robot: str, out: str | Path, frames: int = 6, width: int = 320, height: int = 400
-) -> Path:
-    """Draw ``frames`` evenly spaced instants of ``bag`` and save them side by side as a PNG."""
+VIDEO_SUFFIXES = (".png", ".gif", ".mp4")
+
+
+def check_video_path(path: str | Path) -> None:
+    """ValueError (one line) unless ``path`` is a format this module can write here."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in VIDEO_SUFFIXES:
+        raise ValueError(f"--video {path}: the format comes from the extension: .png (strip), .gif or .mp4")
+    if suffix == ".mp4" and shutil.which("ffmpeg") is None:
+        raise ValueError(
+            f"--video {path}: MP4 needs the ffmpeg program on PATH (not found); write a .gif or .png"
+        )
+
+
+def _frames(bag: str | Path, robot: str, indices: Any, width: int, height: int) -> list:
+    """PIL images of the robot at ``indices`` of the bag's states, with their time."""
     import mujoco
     from PIL import Image, ImageDraw
 
@@ -63,7 +79,7 @@ def render_strip(
     camera = mujoco.MjvCamera()
     camera.distance, camera.azimuth, camera.elevation = 3.0, 120.0, -12.0
     images = []
-    for k in np.linspace(0, len(states) - 1, frames).round().astype(int):
+    for k in indices(len(states), states):
         t, joints, position, quat = states[k]
         data.qpos[free : free + 3] = position
         data.qpos[free + 3 : free + 7] = [quat[3], quat[0], quat[1], quat[2]]
@@ -76,6 +92,19 @@ def render_strip(
         image = Image.fromarray(renderer.render())
         ImageDraw.Draw(image).text((8, 8), f"t = {t:.2f} s", fill=(255, 255, 255))
         images.append(image)
+    return images
+
+
+def render_strip(
+    bag: str | Path, robot: str, out: str | Path, frames: int = 6, width: int = 320, height: int = 400
+) -> Path:
+    """Draw ``frames`` evenly spaced instants of ``bag`` and save them side by side as a PNG."""
+    from PIL import Image
+
+    def evenly(n: int, _states: list) -> np.ndarray:
+        return np.linspace(0, n - 1, frames).round().astype(int)
+
+    images = _frames(bag, robot, evenly, width, height)
     strip = Image.new("RGB", (width * len(images), height))
     for i, image in enumerate(images):
         strip.paste(image, (i * width, 0))
@@ -85,13 +114,45 @@ def render_strip(
     return out
 
 
-def render_in_subprocess(bag: str | Path, robot: str, out: str | Path, frames: int = 6) -> Path:
+def render_video(
+    bag: str | Path, robot: str, out: str | Path, fps: float = 20.0, width: int = 480, height: int = 480
+) -> Path:
+    """The run as a ``.gif`` or ``.mp4`` at ``fps`` frames per second of sim time."""
+    check_video_path(out)
+
+    def every_frame(n: int, states: list) -> list[int]:
+        times = np.array([s[0] for s in states])
+        wanted = np.arange(0.0, times[-1] + 1e-9, 1.0 / fps)
+        return sorted(set(np.clip(np.searchsorted(times, wanted), 0, n - 1).tolist()))
+
+    images = _frames(bag, robot, every_frame, width, height)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix.lower() == ".gif":
+        images[0].save(out, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
+        return out
+    command = [
+        "ffmpeg", "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
+        "-s", f"{width}x{height}", "-r", f"{fps:g}", "-i", "-", "-pix_fmt", "yuv420p", str(out),
+    ]  # fmt: skip
+    frames = b"".join(np.asarray(image.convert("RGB"), dtype=np.uint8).tobytes() for image in images)
+    result = subprocess.run(command, input=frames, capture_output=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"ffmpeg failed: {result.stderr.decode(errors='replace').strip()[-200:]}")
+    return out
+
+
+def render_in_subprocess(
+    bag: str | Path, robot: str, out: str | Path, frames: int = 6, fps: float = 20.0
+) -> Path:
     """:func:`render_strip` in a fresh interpreter with ``MUJOCO_GL`` (default ``egl``) set before mujoco
     is imported; RuntimeError with the child's last lines when it fails."""
     env = dict(os.environ)
     env.setdefault("MUJOCO_GL", "egl")
+    check_video_path(out)
     args = [sys.executable, "-m", "dynik_ros.sim.render", str(bag), "--robot", robot, "--out", str(out)]
-    result = subprocess.run([*args, "--frames", str(frames)], env=env, capture_output=True, text=True)
+    args += ["--frames", str(frames), "--fps", f"{fps:g}"]
+    result = subprocess.run(args, env=env, capture_output=True, text=True)
     if result.returncode != 0:
         tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
         raise RuntimeError(f"rendering {bag} failed (MUJOCO_GL={env['MUJOCO_GL']}): {' | '.join(tail)}")
@@ -99,15 +160,21 @@ def render_in_subprocess(bag: str | Path, robot: str, out: str | Path, frames: i
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="PNG strip of a recorded sim_node run.")
+    parser = argparse.ArgumentParser(description="PNG strip, GIF or MP4 of a recorded sim_node run.")
     parser.add_argument("bag", help="bag with /joint_states and /sim/base_pose_true (dynik-ros run g1_sim)")
     parser.add_argument("--robot", default="g1", help="robot name or retargeting YAML (default g1)")
-    parser.add_argument("--out", default="sim_strip.png", help="PNG file to write")
-    parser.add_argument("--frames", type=int, default=6, help="number of instants (default 6)")
+    parser.add_argument(
+        "--out", default="sim_strip.png", help=".png (strip), .gif or .mp4 (needs ffmpeg) to write"
+    )
+    parser.add_argument("--frames", type=int, default=6, help="PNG: number of instants (default 6)")
+    parser.add_argument("--fps", type=float, default=20.0, help="GIF/MP4: frames per second of sim time")
     args = parser.parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
-        path = render_strip(args.bag, args.robot, args.out, max(1, args.frames))
+        if Path(args.out).suffix.lower() == ".png":
+            path = render_strip(args.bag, args.robot, args.out, max(1, args.frames))
+        else:
+            path = render_video(args.bag, args.robot, args.out, fps=max(0.1, args.fps))
     except (FileNotFoundError, ValueError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
