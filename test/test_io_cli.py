@@ -105,14 +105,14 @@ def test_real_cmu_walk_excerpt_retargets_to_g1_inside_its_limits(tmp_path, capsy
     assert "limit violation (tolerance 1e-6 rad)         0.0e+00 rad" in out
     assert "joint-samples above the velocity limit       0" in out
     assert "rest pose is not a T-pose" in err and "['L5', 'T12']" in err
-    # the upper-body and leg MNTE split the targets of eq. (15): their weighted mean is the overall mean
+    # the upper-body and pelvis-and-legs MNTE split the targets of eq. (15)
     summary = np.load(tmp_path / "out" / "retarget.npz")
     frames = [str(f) for f in summary["orientation_frames"]]
     legs = np.array(
-        [f.split("_")[0] in ("left", "right") and "shoulder" not in f and "wrist" not in f for f in frames]
+        [f == "pelvis" or ("_" in f and f.split("_")[1] in ("hip", "knee", "ankle")) for f in frames]
     )
     per_target = 1.0 - np.cos(summary["orientation_error"])
-    line = next(x for x in out.splitlines() if x.startswith("MNTE: upper body"))
+    line = next(x for x in out.splitlines() if x.startswith("MNTE: trunk, head, arms"))
     upper, lower = (float(x) for x in line.split()[-3::2])
     assert upper == pytest.approx(per_target[:, ~legs].mean(), rel=1e-2)
     assert lower == pytest.approx(per_target[:, legs].mean(), rel=1e-2)

@@ -81,7 +81,7 @@ class ProgressBar:
                 self.stream.flush()
 
 
-LOWER_BODY = ("UpperLeg", "LowerLeg", "Foot", "Toe")  # human links of the legs; the rest is upper body
+LOWER_BODY = ("Pelvis", "UpperLeg", "LowerLeg", "Foot", "Toe")  # the root and legs; the rest is upper body
 
 
 # ---------------------------------------------------------------------------- input
@@ -348,7 +348,7 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         f"{'-' * 44} {'-' * 40}",
         f"{'MNTE, eq. (15): mean / p95 / max':<44} {stats['mnte_mean']:.2e} / {stats['mnte_p95']:.2e} / "
         f"{result.mnte.max():.2e}",
-        f"{'MNTE: upper body (trunk, head, arms) / legs':<44} {stats['mnte_upper_body_mean']:.2e} / "
+        f"{'MNTE: trunk, head, arms / pelvis and legs':<44} {stats['mnte_upper_body_mean']:.2e} / "
         f"{stats['mnte_legs_mean']:.2e}",
         f"{'angular-velocity RMSE, eq. (16): mean':<44} {stats['angular_velocity_rmse']:.3f} rad/s",
         f"{'position RMSE: mean':<44} {1e3 * stats['position_rmse']:.1f} mm",
