@@ -113,7 +113,13 @@ def fuzz_datagrams(
                 tx.sendto(data, ("127.0.0.1", port))
             handled[0] += len(datagrams)
             read = lambda: receiver.bad_datagrams + receiver.assembler.counts["datagrams"]  # noqa: E731
+            settled = lambda: (  # noqa: E731
+                wearable.published + wearable.xsens_refused_segments + wearable.xsens_internal_errors
+            )
             rig.spin_until(lambda: read() >= handled[0], 10.0)
+            # the receive thread counts an assembled sample before it publishes it: wait until every
+            # assembled sample went through the node (published or refused), or "lost" races the thread
+            rig.spin_until(lambda: settled() >= receiver.assembler.counts["samples"], 10.0)
             if not rig.spin_until(lambda: ik.received + ik_lag[0] >= wearable.published, 10.0):
                 ik_lag[0] = wearable.published - ik.received  # best effort: DDS dropped some (counted)
 
