@@ -71,6 +71,7 @@ from dynik_ros.core.com_objective import BalanceConfig
 from dynik_ros.core.extra_terms import ExtraTerms
 from dynik_ros.core.frame_change import base_target_indices, estimate_change, transform_measurements
 from dynik_ros.core.frame_kinematics import FrameKinematics, pose_residual, to_pinocchio_velocity
+from dynik_ros.core.loop_closure import LoopClosure
 from dynik_ros.core.regularizers import RegularizerConfig
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.so3 import determinant, exp_so3, orthonormality_error
@@ -107,6 +108,7 @@ class DynamicalIKConfig:
     qp: QPSettings = field(default_factory=QPSettings)
     balance: BalanceConfig = field(default_factory=BalanceConfig)  # CoM rows (core/com_objective.py)
     regularizers: RegularizerConfig = field(default_factory=RegularizerConfig)  # core/regularizers.py
+    loops: tuple[LoopClosure, ...] = ()  # loop-closure equality rows (core/loop_closure.py)
 
     def __post_init__(self) -> None:
         for name, allowed in (
@@ -424,19 +426,11 @@ class DynamicalIK:
             regularization = self._regularization
             regularization[0][nb:] = task.weight**2
             regularization[1][nb:] = task.velocity
-        solution = self.qp.solve(
-            jacobian, corrected, weights, self._lower, self._upper, regularization, extra, dynamic
-        )
+        qp_args = (jacobian, corrected, weights, self._lower, self._upper, regularization)
+        solution = self.qp.solve(*qp_args, extra, dynamic)
         if extra_terms is not None:  # the velocity regularizer's sequential QP (core/regularizers.py)
-            solution = extra_terms.iterate(
-                self,
-                kinematics,
-                solution,
-                lambda terms: self.qp.solve(
-                    jacobian, corrected, weights, self._lower, self._upper, regularization, terms, dynamic
-                ),
-                dt,
-            )
+            resolve = lambda terms: self.qp.solve(*qp_args, terms, dynamic)  # noqa: E731
+            solution = extra_terms.iterate(self, kinematics, solution, resolve, dt)
         nu = solution.nu
         nb, n = self.robot.base_dofs, self.robot.n_joints
         if solution.solved:
@@ -446,6 +440,8 @@ class DynamicalIK:
                 low, high = self._free_bounds()
                 nu[nb:] = self._columns @ np.clip(nu[nb:][self._free_rows], low, high)
             self._integrate(nu, dt)
+            if extra_terms is not None:
+                extra_terms.after_integration(self)
         else:  # hold: no motion at all this step, and the next solve starts from scratch
             self.stop()
             self.qp.reset_warm_start()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from dynik_ros.core.com_objective import ComObjective
+from dynik_ros.core.loop_closure import LoopRows
 from dynik_ros.core.regularizers import Regularizers
 
 
@@ -22,13 +23,17 @@ class ExtraTerms:
         config, robot = ik.config, ik.robot
         self.balance = ComObjective(robot, config.balance) if config.balance.enabled else None
         self.regularizers = Regularizers(robot, config.regularizers) if config.regularizers.enabled else None
-        self.dynamic_rows = self.balance.n_rows if self.balance is not None else 0
+        self.loops = LoopRows(robot, config.loops) if config.loops else None
+        self._support_rows = self.balance.n_rows if self.balance is not None else 0
+        self.dynamic_rows = self._support_rows + (self.loops.n_rows if self.loops is not None else 0)
 
     @classmethod
     def wanted(cls, config) -> bool:
-        return bool(config.balance.enabled or config.regularizers.enabled)
+        return bool(config.balance.enabled or config.regularizers.enabled or config.loops)
 
     def observe(self, kinematics, measurements) -> None:
+        if self.loops is not None:
+            self.loops.observe(kinematics.data)
         balance = self.balance
         if balance is None:
             return
@@ -37,11 +42,16 @@ class ExtraTerms:
             raise ValueError(f"contacts must hold {balance.n_support} flags, got shape {np.shape(contacts)}")
         balance.observe(kinematics.model, kinematics.data, contacts)
 
+    def after_integration(self, ik) -> None:
+        """Joints projected back onto the kinematic loops (:mod:`.loop_closure`)."""
+        if self.loops is not None:
+            ik.joint_positions = self.loops.project(ik.joint_positions, ik.base_position, ik.base_rotation)
+
     def before_bounds(self, ik) -> None:
         """A multistep rule against an active row makes ``nu_k`` alternate (measured on G1: support rows
         missed by up to 2 mm with Adams, 0.7 mm with the trapezoid, OSQP "solved inaccurate"); with the
         support rows imposed the step is integrated by Euler."""
-        if self.balance is not None and self.balance.imposes_support:
+        if self.loops is not None or (self.balance is not None and self.balance.imposes_support):
             ik.integrate_this_step_by_euler()
 
     def terms(self, ik, kinematics, measurements, base_position: np.ndarray, dt: float):
@@ -62,6 +72,19 @@ class ExtraTerms:
                 config.max_linear_speed,
             )
             dynamic = self.balance.support_rows(dt, w0, ik._carried_velocity - ik._predicted_mean)
+        if self.loops is not None:
+            a_loop, b_loop = self.loops.rows(
+                kinematics.model, kinematics.data, ik.base_rotation, dt, ik._predicted_mean
+            )
+            if self._support_rows:
+                a_s, l_s, u_s = dynamic if dynamic is not None else ik.qp._no_dynamic_rows(self._support_rows)
+                dynamic = (
+                    np.vstack((a_s, a_loop)),
+                    np.concatenate((l_s, b_loop)),
+                    np.concatenate((u_s, b_loop)),
+                )
+            else:
+                dynamic = (a_loop, b_loop, b_loop)
         self._balance_cost = extra
         if self.regularizers is not None:
             extra = self._with_regularizers(kinematics, w0, ik._carried_velocity, ik.nu)

@@ -222,7 +222,10 @@ class VelocityQP:
 
     def _no_dynamic(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Dynamic rows switched off for this step: zero coefficients, unbounded."""
-        rows = self.n_dynamic
+        return self._no_dynamic_rows(self.n_dynamic)
+
+    def _no_dynamic_rows(self, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``rows`` dynamic rows switched off: zero coefficients, unbounded."""
         return np.zeros((rows, self.n_full)), np.full(rows, -_INFTY), np.full(rows, _INFTY)
 
     def _full(self, x: np.ndarray) -> np.ndarray:
