@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-NODES = ("wearable_node", "ik_node", "bridge_node", "mocap_node")
+NODES = ("wearable_node", "ik_node", "bridge_node", "mocap_node", "dynamics_node")
 BAD_SIGNS = (
     "Traceback",
     "KeyboardInterrupt",
