@@ -129,3 +129,20 @@ def test_marker_array_template_learned_from_rclpy():
             for point, (x, y, z) in zip(marker.points, cloud.tolist(), strict=True):
                 point.x, point.y, point.z = x, y, z
         assert deserialize_message(data, MarkerArray) == array
+
+
+def test_a_huge_quaternion_is_refused_quietly():
+    """A bit flip can make a quaternion component 1e200: finite, so it reaches the norm check, whose square
+    overflowed with a RuntimeWarning printed by the node. Refused as a non-rotation, without a warning."""
+    import warnings
+
+    from dynik_ros.nodes.conversions import MessageRejected, link_states_from_cdr
+
+    names = ["Pelvis", "T8"]
+    writer = cdr_writer.LinkStatesWriter(names, "world", twists=False)
+    q = np.array([[0.0, 0.0, 0.0, 1.0], [1e200, 0.0, 0.0, 1.0]])
+    data = writer.serialize(STAMPS[0], np.zeros((2, 3)), q, None, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(MessageRejected, match="quaternion norms"):
+            link_states_from_cdr(data)

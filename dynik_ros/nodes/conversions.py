@@ -294,7 +294,8 @@ def _link_states(
             NAN, f"non-finite values for links {[names[i] for i in np.flatnonzero(~finite)][:5]}"
         )
     quats = poses[:, 3:]
-    norms = np.linalg.norm(quats, axis=1)
+    with np.errstate(over="ignore"):  # a finite 1e200 component squares to inf: refused below, no warning
+        norms = np.linalg.norm(quats, axis=1)
     bad = np.flatnonzero(np.abs(norms - 1.0) > QUATERNION_NORM_TOLERANCE)
     if bad.size:
         raise MessageRejected(
@@ -360,7 +361,8 @@ def pose_from_msg(msg: PoseStamped) -> tuple[int, np.ndarray, np.ndarray]:
     quat = np.array((o.x, o.y, o.z, o.w), dtype=float)
     if not (np.all(np.isfinite(position)) and np.all(np.isfinite(quat))):
         raise MessageRejected(NAN, "non-finite pose")
-    norm = float(np.linalg.norm(quat))
+    with np.errstate(over="ignore"):  # 1e200 squares to inf: refused below, no warning
+        norm = float(np.linalg.norm(quat))
     if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
         raise MessageRejected(NON_ROTATION, f"quaternion norm {norm:.4f}")
     return stamp_to_ns(msg.header.stamp), position, rotation_from_quaternion(quat)
