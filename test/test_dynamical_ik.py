@@ -437,3 +437,23 @@ def test_a_moved_world_is_tracked_at_once_after_rebase(human66, walking66, chang
     assert max(e.mnte for e in plain) < 1e-5 and max(e.position_rmse for e in plain) < 1e-4  # the gap alone
     assert max(e.mnte for e in after) < 2e-5, [e.mnte for e in after]
     assert max(e.position_rmse for e in after) < 2e-4, [e.position_rmse for e in after]
+
+
+def test_a_frame_change_keeps_the_com_target_and_the_contacts():
+    """transform_measurements moves the CoM target with the world and keeps the contact flags (the CoM
+    row was skipped for a step after every re-base when they were dropped)."""
+    from dynik_ros.core.frame_change import transform_measurements
+
+    turn = rotation_about("z", 0.7)
+    shift = np.array([1.0, -2.0, 0.5])
+    m = Measurements(
+        np.zeros((1, 3)),
+        np.eye(3)[None],
+        com_position=np.array([0.1, 0.2, 0.8]),
+        com_velocity=np.array([0.3, 0.0, 0.0]),
+        contacts=np.array([True, False]),
+    )
+    moved = transform_measurements(m, (turn, shift))
+    np.testing.assert_allclose(moved.com_position, turn @ m.com_position + shift)
+    np.testing.assert_allclose(moved.com_velocity, turn @ m.com_velocity)
+    assert moved.contacts.tolist() == [True, False]

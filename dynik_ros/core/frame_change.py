@@ -61,13 +61,17 @@ def estimate_change(
 
 
 def transform_measurements(m: Measurements, change: Transform) -> Measurements:
-    """``m`` expressed in the new frame: positions moved, rotations and world-frame velocities turned."""
+    """``m`` expressed in the new frame: positions (and the CoM target) moved, rotations and world-frame
+    velocities turned; the contact flags kept."""
     rotation, translation = change
     return Measurements(
         m.positions @ rotation.T + translation,
         rotation @ m.rotations,
         None if m.linear_velocities is None else m.linear_velocities @ rotation.T,
         None if m.angular_velocities is None else m.angular_velocities @ rotation.T,
+        None if m.com_position is None else rotation @ m.com_position + translation,
+        None if m.com_velocity is None else rotation @ m.com_velocity,
+        m.contacts,
     )
 
 
