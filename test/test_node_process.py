@@ -113,3 +113,103 @@ def test_unconfigured_node_stops_cleanly_on_sigterm(private_domain, processes, n
     assert code == 0, text
     assert "SIGTERM: stopping" in text and "finished cleanly" in text, text
     assert not [sign for sign in BAD_SIGNS if sign in text], text
+
+
+def test_one_ctrl_c_delivered_twice_is_one_stop_request():
+    """A terminal's Ctrl-C reaches every node of the foreground group, and ros2 launch forwards its own
+    SIGINT: the copy is the same request. A third signal, or SIGTERM after SIGINT (launch's escalation),
+    exits at once. (The copy used to exit 130 / die of SIGINT after "finished cleanly".)"""
+    from dynik_ros.nodes.node_process import StopRequest
+
+    stop = StopRequest()
+    stop._on_signal(signal.SIGINT, None)
+    assert stop.event.is_set() and stop.signal_name == "SIGINT"
+    stop._on_signal(signal.SIGINT, None)  # the forwarded copy: no exit
+    with pytest.raises(SystemExit) as third:
+        stop._on_signal(signal.SIGINT, None)
+    assert third.value.code == 130
+    escalated = StopRequest()
+    escalated._on_signal(signal.SIGINT, None)
+    with pytest.raises(SystemExit):
+        escalated._on_signal(signal.SIGTERM, None)
+
+
+def test_ctrl_c_to_the_process_group_stops_cleanly(private_domain, processes):
+    """What a terminal's Ctrl-C under ros2 launch does: SIGINT to the node, then the launch's copy once the
+    node is already stopping; exit 0, one clean stop."""
+    process = processes("bridge_node", "--autostart")
+    assert process.wait_for("]: active"), process.output
+    process.proc.send_signal(signal.SIGINT)
+    assert process.wait_for("SIGINT: stopping"), process.output
+    if process.proc.poll() is None:
+        process.proc.send_signal(signal.SIGINT)
+    code = process.stop(signal.SIGINT) if process.proc.poll() is None else process.proc.wait()
+    text = process.drain()
+    assert code == 0, text
+    assert text.count("finished cleanly") == 1, text
+    assert not [sign for sign in BAD_SIGNS + ("while stopping",) if sign in text], text
+
+
+@pytest.mark.parametrize("node", ("wearable_node", "ik_node"))
+def test_node_process_answers_standard_lifecycle_services(private_domain, processes, node):
+    """`ros2 lifecycle get/set` and launch_ros talk to <node>/get_state and <node>/change_state: a node
+    process must answer them, and a deactivation stays (wearable_node used to overwrite rclpy's service
+    list with its calibration services, so neither lifecycle nor parameter requests were ever answered)."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.executors import SingleThreadedExecutor
+
+    from dynik_ros.nodes.lifecycle_client import LifecycleClient
+
+    process = processes(node)
+    assert process.wait_for("unconfigured: waiting"), process.output
+    context = Context()
+    rclpy.init(context=context, domain_id=private_domain)
+    probe = rclpy.create_node(f"lifecycle_probe_{os.getpid()}", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(probe)
+    try:
+        client = LifecycleClient(probe, executor, node)
+        assert client.state() == "unconfigured"
+        client.change("configure")
+        client.change("activate")
+        assert client.state() == "active"
+        client.change("deactivate")
+        assert client.state() == "inactive"
+        assert process.wait_for("]: inactive"), process.output
+        assert client.state() == "inactive"
+        client.change("activate")
+        assert client.state() == "active"
+        client.destroy()
+    finally:
+        executor.shutdown()
+        probe.destroy_node()
+        rclpy.shutdown(context=context)
+    code = process.stop(signal.SIGINT)
+    text = process.drain()
+    assert code == 0 and "finished cleanly" in text, text
+
+
+def test_nodes_keep_rclpy_entity_lists(ros):
+    """No node rebinds the lists rclpy's Node keeps its services and timers in (the executor only waits on
+    what is in them): the lifecycle and parameter services, and a timer created before configure, stay
+    registered through configure, activate, deactivate and cleanup."""
+    from dynik_ros.nodes.bridge_node import BridgeNode
+    from dynik_ros.nodes.ik_node import IKNode
+    from dynik_ros.nodes.mocap_node import MocapNode
+    from dynik_ros.nodes.wearable_node import WearableNode
+
+    for cls in (WearableNode, IKNode, BridgeNode, MocapNode):
+        node = cls(f"entities_{cls.__name__.lower()}_{os.getpid()}")
+        try:
+            name = node.get_name()  # services named 'name/...' or '/name/...' (root namespace)
+            wanted = ("get_state", "change_state", "get_parameters", "set_parameters")
+            expected = {f"{name}/{service}" for service in wanted}
+            timer = node.create_timer(10.0, lambda: None)
+            for step in ("configure", "activate", "deactivate", "cleanup"):
+                assert getattr(node, f"trigger_{step}")() is not None
+                services = {s.srv_name.lstrip("/") for s in node.services}
+                assert expected <= services, f"{cls.__name__} after {step}: {sorted(expected - services)}"
+                assert timer in list(node.timers), f"{cls.__name__} after {step} lost a timer"
+        finally:
+            node.destroy_node()

@@ -283,17 +283,17 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
         self.tf_available = True
 
     def _activate(self) -> None:
-        self._timers = [self.create_timer(self.params["diagnostics_period"], self.publish_diagnostics)]
+        self._ik_timers = [self.create_timer(self.params["diagnostics_period"], self.publish_diagnostics)]
         if self._pub_markers is not None:
-            self._timers.append(self.create_timer(1.0 / self.params["marker_rate"], self._on_marker_timer))
+            self._ik_timers.append(self.create_timer(1.0 / self.params["marker_rate"], self._on_marker_timer))
 
     def _deactivate(self) -> None:
-        self.destroy_entities(getattr(self, "_timers", []))
-        self._timers = []
+        self.destroy_entities(getattr(self, "_ik_timers", []))
+        self._ik_timers = []
 
     def _release(self) -> None:
-        self.destroy_entities(getattr(self, "_timers", []))
-        self._timers = []
+        self.destroy_entities(getattr(self, "_ik_timers", []))
+        self._ik_timers = []
         self.destroy_entities(self._entities)
         self.destroy_entities(
             [self._pub_js, self._pub_odom, self._pub_markers, self._pub_diag, self._pub_tf, self._pub_target]

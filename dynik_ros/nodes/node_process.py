@@ -5,7 +5,15 @@ under the node. rclpy's own signal handler is turned off; ours only records the 
 notices it within ``_POLL_S``, and the node is then taken down through its lifecycle while the context is
 still valid: an active node is deactivated first (the bridge stops commanding, the source stops
 publishing), then shut down, destroyed, and rclpy shut down last. The process exits 0 and logs
-``finished cleanly``. A second signal during that stop ends the process at once (exit 130).
+``finished cleanly``.
+
+One Ctrl-C usually arrives twice: the terminal sends SIGINT to the whole foreground process group (``ros2
+launch`` and every node it started), and ``ros2 launch`` then forwards its own SIGINT to each node. One
+repeat of the first signal is therefore the same request; a third signal, or a different one (``ros2
+launch`` escalates to SIGTERM when a node takes too long), ends the process at once (exit 130). Once the
+node is stopped, further signals are ignored so that a late duplicate cannot kill the exiting interpreter.
+(Before, the forwarded copy counted as a second Ctrl-C: under ``ros2 launch`` every node printed "finished
+cleanly" and was then reported as "process has died [exit code -2]" or 130.)
 """
 
 from __future__ import annotations
@@ -25,22 +33,33 @@ _POLL_S = 0.1  # longest wait inside the executor before the stop flag is looked
 
 
 class StopRequest:
-    """Set by SIGINT/SIGTERM; a second signal while set exits the process immediately."""
+    """Set by SIGINT/SIGTERM; one repeat of that signal is the same request, anything more exits (130)."""
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.signal_name = ""
+        self.repeats = 0
 
     def install(self) -> None:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, self._on_signal)
 
+    @staticmethod
+    def ignore_further() -> None:
+        """After the stop: the process is exiting, a late duplicate signal must not kill it."""
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
+
     def _on_signal(self, signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
         if self.event.is_set():
-            sys.stderr.write(f"second {signal.Signals(signum).name}: exiting without a clean stop\n")
+            if name == self.signal_name and self.repeats == 0:
+                self.repeats = 1  # the same Ctrl-C, delivered by the terminal and by ros2 launch
+                return
+            sys.stderr.write(f"another {name} while stopping: exiting without a clean stop\n")
             sys.stderr.flush()
             raise SystemExit(130)
-        self.signal_name = signal.Signals(signum).name
+        self.signal_name = name
         self.event.set()
 
 
@@ -105,4 +124,6 @@ def run_node(node_class: type[DynikLifecycleNode], argv: Sequence[str] | None = 
         node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+        if stop.signal_name:
+            stop.ignore_further()
     return code

@@ -214,7 +214,7 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
         self._source: SyntheticSource | BagSource | FileSource | XsensSource | None = None
         self._iter: Iterator[Sample] | None = None
         self._pub = self._diag_pub = self._timer = self._diag_timer = self._ack_sub = None
-        self._services: list[Any] = []
+        self._calibration_services: list[Any] = []
         self._xsens_thread: threading.Thread | None = None
         self._xsens_stop = threading.Event()
         self._activated_ns = 0
@@ -272,7 +272,7 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
                 raise ConfigError("bag_path", str(exc)) from None
             except ValueError as exc:
                 raise ConfigError("bag_topic", str(exc)) from None
-        self._services = self._setup_suit_calibration(p)
+        self._calibration_services = self._setup_suit_calibration(p)
         self._pub = self.create_lifecycle_publisher(MultiDOFJointState, "/human/link_states", SENSOR_QOS)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         if not p["realtime"]:
@@ -303,8 +303,8 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
     def _release(self) -> None:
         self._stop_xsens_thread()
         self.destroy_entities([self._timer, self._diag_timer, self._ack_sub, self._pub, self._diag_pub])
-        self.destroy_entities(self._services)
-        self._services = []
+        self.destroy_entities(self._calibration_services)
+        self._calibration_services = []
         self._pub = self._diag_pub = self._timer = self._diag_timer = self._ack_sub = None
         if isinstance(self._source, XsensSource):
             self._source.close()
