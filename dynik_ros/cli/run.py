@@ -33,6 +33,7 @@ import numpy as np
 import yaml
 
 from dynik_ros.models.assets import share_path
+from dynik_ros.nodes.tracing import Tracer
 
 NODE_CLASSES = {
     "wearable_node": "dynik_ros.nodes.wearable_node:WearableNode",
@@ -51,6 +52,10 @@ EXECUTORS = ("auto", "single", "multi", "events")
 
 class PipelineError(RuntimeError):
     """A pipeline that cannot be loaded or run; the message says which node or parameter."""
+
+
+class RunInterrupted(PipelineError):
+    """Ctrl-C / SIGTERM ended a run before its source did (exit status 130)."""
 
 
 @dataclass
@@ -181,43 +186,6 @@ def typed_parameters(entry: NodeEntry) -> list:
 
 
 # --------------------------------------------------------------------------- tracing
-class Tracer:
-    """Wall time of the first occurrence of each (event, source stamp): latency between events.
-
-    Bounded: each event keeps its ``capacity`` most recent stamps (latencies are over that window; an
-    hour at 240 Hz would otherwise hold ~10^6 entries per event); ``counts`` and ``newest`` cover the
-    whole run."""
-
-    def __init__(self, capacity: int = 100_000) -> None:
-        self.capacity = capacity
-        self.events: dict[str, OrderedDict[int, float]] = {}
-        self.counts: dict[str, int] = {}
-        self.newest: dict[str, int] = {}
-        self.oldest: dict[str, int] = {}
-
-    def hook(self, node_label: str):
-        def record(event: str, stamp: int) -> None:
-            table = self.events.get(event)
-            if table is None:
-                table = self.events[event] = OrderedDict()
-            if stamp in table:
-                return
-            table[stamp] = time.perf_counter()
-            if len(table) > self.capacity:
-                table.popitem(last=False)
-            self.counts[event] = self.counts.get(event, 0) + 1
-            if stamp > self.newest.get(event, -(2**63)):
-                self.newest[event] = stamp
-            if stamp < self.oldest.get(event, 2**63):
-                self.oldest[event] = stamp
-
-        return record
-
-    def latencies(self, start: str, end: str) -> np.ndarray:
-        a, b = self.events.get(start, {}), self.events.get(end, {})
-        return np.array([b[s] - a[s] for s in b if s in a])
-
-
 def _pct(samples: Sequence[float] | np.ndarray, q: float, scale: float = 1e3) -> float:
     arr = np.asarray(samples, dtype=float)
     return float(np.percentile(arr, q) * scale) if arr.size else math.nan
@@ -474,7 +442,8 @@ class PipelineRunner:
             return
         f = _fmt
         lines = [
-            f"dynik-ros run {m['pipeline']} ({m['mode']}, {m['executor']} executor)",
+            f"dynik-ros run {m['pipeline']} ({m['mode']}, "
+            + (f"processes {m['executor']})" if "processes" in m else f"{m['executor']} executor)"),
             f"  samples       {m['samples_published']} published over {m['source_span_s']:.2f} s of source",
         ]
         if "ik_received" in m:
@@ -635,12 +604,15 @@ def run_pipeline(
     timeout: float = 600.0,
     quiet: bool = False,
     domain_id: int | None = None,
+    processes: str = "single",
 ) -> dict[str, Any]:
     """Run pipeline ``name`` (or a pipeline YAML path) and return its metrics (also printed).
 
     ``overrides``: ``{'rate': 240, 'ik_node.position_gain': 20}`` or ``['rate:=240', ...]``;
     ``out_dir``: where the bag directory is created (``None``: no recording); ``offline``: ``None`` keeps
-    the pipeline's mode; ``duration``: length of the synthetic motion (or longest bag span) in seconds.
+    the pipeline's mode; ``duration``: length of the synthetic motion (or longest bag span) in seconds;
+    ``processes``: ``single`` (every node in this process, on ``executor``), ``per-node`` or
+    ``source-ik+bridge`` (child processes, :mod:`dynik_ros.cli.run_processes`).
     Raises :class:`PipelineError` naming the node and parameter when something is misconfigured.
     """
     pipeline = load_pipeline(name)
@@ -650,6 +622,11 @@ def run_pipeline(
     if duration is not None:
         overrides["wearable_node.duration"] = float(duration)
     apply_overrides(pipeline, overrides)
+    if processes != "single":
+        from dynik_ros.cli.run_processes import MultiProcessRunner
+
+        multi = MultiProcessRunner(pipeline, processes, out_dir, offline, "auto", timeout, quiet, domain_id)
+        return multi.run()
     runner = PipelineRunner(pipeline, out_dir, offline, executor, timeout, quiet, domain_id)
     return runner.run()
 
@@ -673,6 +650,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=EXECUTORS,
         default="auto",
         help="auto (default): rclpy's EventsExecutor where available (Kilted), else single-threaded",
+    )
+    run.add_argument(
+        "--processes",
+        choices=("single", "per-node", "source-ik+bridge"),
+        default="single",
+        help="single (default): every node in this process; per-node: one process per node; "
+        "source-ik+bridge: wearable_node and ik_node together, the bridge (and sim) apart",
     )
     run.add_argument("--timeout", type=float, default=600.0, help="wall-time limit [s]")
     run.add_argument("--domain-id", type=int, help="ROS domain id (default: $ROS_DOMAIN_ID)")
@@ -714,10 +698,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             executor=args.executor,
             timeout=args.timeout,
             domain_id=args.domain_id,
+            processes=args.processes,
         )
     except PipelineError as exc:
         print(f"dynik-ros: {exc}", file=sys.stderr)
-        return 2
+        return 130 if isinstance(exc, RunInterrupted) else 2
     if args.video and "bag" in metrics and "sim" in metrics:
         from dynik_ros.sim.render import render_in_subprocess
 
@@ -732,4 +717,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # through the imported module: run_processes raises dynik_ros.cli.run's PipelineError, not __main__'s
+    from dynik_ros.cli.run import main as _main
+
+    raise SystemExit(_main())

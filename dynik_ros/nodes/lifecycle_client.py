@@ -13,6 +13,17 @@ from typing import Any
 TRANSITIONS = {"configure": 1, "cleanup": 2, "activate": 3, "deactivate": 4, "shutdown": 6}
 """lifecycle_msgs/Transition ids of the requests a user makes (shutdown from *unconfigured*; rclpy's
 LifecycleNode accepts the same id from *inactive* and *active* too)."""
+STATES = {  # transition -> (state it starts from, state it ends in)
+    "configure": ("unconfigured", "inactive"),
+    "cleanup": ("inactive", "unconfigured"),
+    "activate": ("inactive", "active"),
+    "deactivate": ("active", "inactive"),
+    "shutdown": ("unconfigured", "finalized"),
+}
+RESEND_S = 2.0
+"""A request unanswered this long is checked (``get_state``) and sent again if it never arrived: Fast DDS
+reports a service ready once the client's request writer matched it, and a request sent before the server
+matched that writer back is lost (seen on a loaded machine: the bridge never saw its ``configure``)."""
 
 
 class LifecycleError(RuntimeError):
@@ -35,29 +46,57 @@ class LifecycleClient:
         self.node.destroy_client(self._get)
         self.node.destroy_client(self._change)
 
-    def _call(self, client: Any, request: Any, timeout: float, what: str) -> Any:
-        deadline = time.monotonic() + timeout
+    def _send(self, client: Any, request: Any, deadline: float, what: str) -> Any:
         while not client.service_is_ready():
             if time.monotonic() > deadline:
-                raise LifecycleError(f"{self.target}: no {client.srv_name} service after {timeout:.0f} s")
+                raise LifecycleError(f"{self.target}: no {client.srv_name} service ({what})")
             self.executor.spin_once(timeout_sec=0.05)
-        future = client.call_async(request)
+        return client.call_async(request)
+
+    def _wait(self, future: Any, until: float) -> bool:
+        """Spin until ``future`` is done (True) or ``until`` (False)."""
         while not future.done():
-            if time.monotonic() > deadline:
-                client.remove_pending_request(future)
-                raise LifecycleError(f"{self.target}: no answer to {what} after {timeout:.0f} s")
+            if time.monotonic() > until:
+                return False
             self.executor.spin_once(timeout_sec=0.05)
-        return future.result()
+        return True
 
     def state(self, timeout: float = 60.0) -> str:
         """The node's current state label (``unconfigured``, ``inactive``, ``active``, ``finalized``)."""
-        get_state = self._types[0]
-        return str(self._call(self._get, get_state.Request(), timeout, "get_state").current_state.label)
+        request = self._types[0].Request()
+        deadline = time.monotonic() + timeout
+        while True:  # get_state changes nothing: sent again until answered
+            future = self._send(self._get, request, deadline, "get_state")
+            if self._wait(future, min(deadline, time.monotonic() + RESEND_S)):
+                return str(future.result().current_state.label)
+            self._get.remove_pending_request(future)
+            if time.monotonic() > deadline:
+                raise LifecycleError(f"{self.target}: no answer to get_state after {timeout:.0f} s")
 
     def change(self, transition: str, timeout: float = 120.0) -> None:
-        """Request ``transition`` (a key of :data:`TRANSITIONS`); LifecycleError if refused or unanswered."""
-        change_state = self._types[1]
-        request = change_state.Request()
+        """Request ``transition`` (a key of :data:`TRANSITIONS`); LifecycleError if refused or unanswered.
+
+        An answer that is slow to come is told apart from a lost request by the node's state: still in
+        the start state, the request is sent again; in the end state, it was done; in between (e.g.
+        *configuring*), the answer is awaited."""
+        request = self._types[1].Request()
         request.transition.id = TRANSITIONS[transition]
-        if not self._call(self._change, request, timeout, transition).success:
-            raise LifecycleError(f"{self.target}: {transition} refused (its log says why)")
+        start, goal = STATES[transition]
+        deadline = time.monotonic() + timeout
+        future = self._send(self._change, request, deadline, transition)
+        while True:
+            if self._wait(future, min(deadline, time.monotonic() + RESEND_S)):
+                if not future.result().success:
+                    raise LifecycleError(f"{self.target}: {transition} refused (its log says why)")
+                return
+            if time.monotonic() > deadline:
+                self._change.remove_pending_request(future)
+                raise LifecycleError(f"{self.target}: no answer to {transition} after {timeout:.0f} s")
+            state = self.state(max(1.0, deadline - time.monotonic()))
+            if state == goal:
+                self._change.remove_pending_request(future)
+                return
+            if state == start:  # the request never arrived
+                self._change.remove_pending_request(future)
+                future = self._send(self._change, request, deadline, transition)
+            # else: the transition is under way, its answer is awaited

@@ -152,6 +152,15 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
         ParamSpec(
             "start_delay", 0.0, "Wait after activation before the first sample [s].", low=0.0, high=600.0
         ),
+        ParamSpec(
+            "min_subscribers",
+            0,
+            "Hold the first sample until this many subscriptions match /human/link_states (offline mode "
+            "waits for at least one); dynik-ros run --processes sets it so no sample goes out before every "
+            "consumer process is matched.",
+            low=0,
+            high=100,
+        ),
         ParamSpec("diagnostics_period", 1.0, "Period of /diagnostics [s].", low=0.01, high=60.0),
         ParamSpec(
             "xsens_host",
@@ -418,6 +427,10 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
             return
         now = self._now_ns()
         if now < self._activated_ns + int(self.params["start_delay"] * NS):
+            return
+        if self.published == 0 and self._pub.get_subscription_count() < self.params["min_subscribers"]:
+            # a consumer process is not matched yet (discovery): the stream starts once it is
+            self._activated_ns = now - int(self.params["start_delay"] * NS)
             return
         if self.params["realtime"]:
             for _ in range(3):  # catch up after a late tick, in bursts small enough for keep-last 10 queues

@@ -1,0 +1,467 @@
+"""``dynik-ros run --processes per-node|source-ik+bridge``: a pipeline's nodes in separate processes.
+
+The one-process runner (:class:`dynik_ros.cli.run.PipelineRunner`) spins every node on one executor; under
+load that one thread falls behind at 240 Hz (``benchmarks/deployments.py``). Here each node, or the
+source and the IK together with the bridge apart, runs in its own child process, the same one ``ros2
+run`` / ``ros2 launch`` start (``python -m dynik_ros.nodes.<node>``; several nodes:
+``python -m dynik_ros.nodes.node_process``), with the pipeline's parameters in a ROS parameters file.
+This process then does what ``ros2 launch`` does, through the standard lifecycle services
+(:mod:`dynik_ros.nodes.lifecycle_client`): configure every node in the pipeline's order (consumers
+first), record the chosen topics, activate, wait until the source is exhausted and the IK answered it,
+then stop the children producers first with SIGINT (each deactivates, writes its counters and message
+timings to a summary file, shuts down and exits 0). The metrics are the one-process runner's, computed
+from those summaries; latencies use each process's CLOCK_MONOTONIC, one clock on one machine.
+
+No orphans: the children share this process's group (a terminal's Ctrl-C reaches them too and they stop
+cleanly), every exit path of this process stops them (SIGINT, then SIGKILL after ``STOP_TIMEOUT``), and on
+Linux each child gets SIGTERM if this process dies without cleaning up (``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import yaml
+
+from dynik_ros.cli.run import (
+    COMMANDS_TOKEN,
+    NodeEntry,
+    Pipeline,
+    PipelineError,
+    PipelineRunner,
+    RunInterrupted,
+    _absolute,
+    _topic_type,
+    typed_parameters,
+)
+
+PROCESS_LAYOUTS = ("single", "per-node", "source-ik+bridge")
+"""single: every node in this process (PipelineRunner); per-node: one process per node; source-ik+bridge:
+wearable_node, ik_node (and mocap_node) in one process, every other node (bridge, sim) in its own."""
+SOURCE_AND_IK = ("wearable_node", "ik_node", "mocap_node")
+LINK_STATE_CONSUMERS = ("ik_node",)  # executables subscribing to /human/link_states
+STOP_TIMEOUT = 60.0  # [s] a child still running this long after SIGINT is killed
+START_TIMEOUT = 120.0  # [s] for a child's lifecycle services to answer (imports, DDS discovery)
+
+
+def process_groups(pipeline: Pipeline, layout: str) -> list[list[NodeEntry]]:
+    """The pipeline's nodes split into processes, in the pipeline's order (consumers first)."""
+    if layout not in PROCESS_LAYOUTS[1:]:
+        raise PipelineError(f"processes must be one of {PROCESS_LAYOUTS}, got '{layout}'")
+    if layout == "per-node":
+        return [[entry] for entry in pipeline.nodes]
+    together = [e for e in pipeline.nodes if e.executable in SOURCE_AND_IK]
+    groups: list[list[NodeEntry]] = []
+    for entry in pipeline.nodes:
+        if entry.executable not in SOURCE_AND_IK:
+            groups.append([entry])
+        elif entry is together[0]:
+            groups.append(together)
+    return groups
+
+
+def parameters_file(pipeline: Pipeline, path: Path) -> Path:
+    """A ROS 2 parameters file with every node's typed parameters under its name."""
+    data = {}
+    for entry in pipeline.nodes:
+        values = {p.name: _yaml_value(p.value) for p in typed_parameters(entry)}
+        data[entry.name] = {"ros__parameters": values}
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _yaml_value(value: Any) -> Any:
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        return [_yaml_value(v) for v in list(value)]
+    return value
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the parent dies (Linux), default SIGINT handling."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+class Child:
+    """One child process hosting ``entries``, its output in ``log`` and its summary in ``summary``."""
+
+    def __init__(self, entries: list[NodeEntry], workdir: Path, params: Path, env: Mapping[str, str]):
+        self.entries = entries
+        label = "+".join(e.name for e in entries)
+        self.log = workdir / f"{label}.log"
+        self.summary = workdir / f"{label}.summary.json"
+        if len(entries) == 1:
+            entry = entries[0]
+            cmd = [sys.executable, "-m", f"dynik_ros.nodes.{entry.executable}"]
+            cmd += ["--summary", str(self.summary), "--ros-args", "-r", f"__node:={entry.name}"]
+            cmd += ["--params-file", str(params)]
+        else:
+            cmd = [sys.executable, "-m", "dynik_ros.nodes.node_process"]
+            cmd += [f"{e.executable}:{e.name}" for e in entries]
+            cmd += ["--summary", str(self.summary), "--ros-args", "--params-file", str(params)]
+        self.cmd = cmd
+        with open(self.log, "w", encoding="utf-8") as out:
+            self.proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, env=dict(env), preexec_fn=_die_with_parent
+            )
+
+    @property
+    def label(self) -> str:
+        return "+".join(e.name for e in self.entries)
+
+    def tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join("    " + line for line in text[-lines:])
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> int:
+        """SIGINT (a clean stop through the lifecycle), SIGKILL if it is still running after ``timeout``."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGINT)
+                return self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        return self.proc.wait()
+
+
+class _Interrupted(Exception):
+    """SIGINT / SIGTERM received by the runner."""
+
+
+class MultiProcessRunner(PipelineRunner):
+    """Runs a :class:`Pipeline` with its nodes in child processes; see the module docstring."""
+
+    def __init__(self, pipeline: Pipeline, layout: str, *args: Any, **kwargs: Any):
+        super().__init__(pipeline, *args, **kwargs)
+        self.layout = layout
+        self.groups = process_groups(pipeline, layout)
+        self.children: list[Child] = []
+        self.interrupted = ""
+
+    # ----------------------------------------------------------------- set-up
+    def _prepare_parameters(self) -> None:
+        """The one-process runner's mode settings, plus: the source waits for every consumer."""
+        for entry in self.pipeline.nodes:
+            if entry.executable == "bridge_node" and self.offline:
+                entry.parameters.setdefault("clock", "message")
+            if entry.executable == "ik_node" and self.offline:
+                entry.parameters.setdefault("max_future_stamp", 0.0)
+            if entry.executable == "wearable_node":
+                entry.parameters["realtime"] = not self.offline
+                if entry.parameters.get("loop"):
+                    raise PipelineError(
+                        "wearable_node.loop:=true never ends: the runner needs a finite source"
+                    )
+        consumers = sum(e.executable in LINK_STATE_CONSUMERS for e in self.pipeline.nodes)
+        consumers += int(self._records() and "/human/link_states" in self.pipeline.record)
+        for entry in self.pipeline.nodes:
+            if entry.executable == "wearable_node":
+                entry.parameters.setdefault("min_subscribers", consumers)
+
+    def _records(self) -> bool:
+        return self.out_dir is not None and bool(self.pipeline.record)
+
+    def _record_topics(self) -> list[tuple[str, type, bool]]:
+        topics = []
+        for topic in self.pipeline.record:
+            if topic != COMMANDS_TOKEN:
+                topics.append((topic, *_topic_type(topic)))
+                continue
+            from std_msgs.msg import Float64MultiArray
+            from trajectory_msgs.msg import JointTrajectory
+
+            for entry in self.pipeline.nodes:
+                if entry.executable == "bridge_node":
+                    p = entry.parameters
+                    controller = str(p.get("controller", "joint_trajectory_controller")).rstrip("/")
+                    if p.get("interface", "joint_trajectory") == "joint_trajectory":
+                        topics.append((_absolute(f"{controller}/joint_trajectory"), JointTrajectory, False))
+                    else:
+                        topics.append((_absolute(f"{controller}/commands"), Float64MultiArray, False))
+        return topics
+
+    def _start_children(self, workdir: Path) -> None:
+        params = parameters_file(self.pipeline, workdir / "parameters.yaml")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", RCUTILS_LOGGING_BUFFERED_STREAM="0")
+        if self.domain_id is not None:
+            env["ROS_DOMAIN_ID"] = str(self.domain_id)
+        for group in self.groups:
+            child = Child(group, workdir, params, env)
+            self.children.append(child)
+            self.log(f"  started {child.label} (pid {child.proc.pid})")
+
+    def _child_of(self, name: str) -> Child:
+        return next(c for c in self.children if any(e.name == name for e in c.entries))
+
+    def _check_alive(self) -> None:
+        for child in self.children:
+            if child.proc.poll() is not None:
+                raise PipelineError(
+                    f"process {child.label} exited ({child.proc.returncode}) early; its log {child.log}:\n"
+                    + child.tail()
+                )
+
+    # ----------------------------------------------------------------- run
+    def run(self) -> dict[str, Any]:
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+
+        self._prepare_parameters()
+        workdir = Path(tempfile.mkdtemp(prefix=f"dynik-run-{self.pipeline.name}-"))
+        previous = self._install_signal_handlers()
+        context = node = executor = recorder = None
+        clients: dict[str, Any] = {}
+        metrics: dict[str, Any] | None = None
+        wall_start = time.monotonic()
+        loop_time = 0.0
+        timed_out = False
+        try:
+            self._start_children(workdir)  # before rclpy starts threads here (the children fork)
+            context = Context()
+            kwargs: dict[str, Any] = {"context": context}
+            if self.domain_id is not None:
+                kwargs["domain_id"] = self.domain_id
+            _init_without_signals(kwargs)
+            node = rclpy.create_node("dynik_runner", context=context)
+            executor = SingleThreadedExecutor(context=context)
+            executor.add_node(node)
+            clients = self._lifecycle_clients(node, executor)
+            self._drive(clients, "configure")
+            if self._records():
+                recorder = self._start_recorder_on(node)
+                self._wait_for_publishers(node, executor, [t for t, _, _ in self._record_topics()])
+            watcher = _EndWatcher(node, self._wearable_name())
+            self._drive(clients, "activate")
+            self.log(f"  every node active ({len(self.children)} processes)")
+            loop_start = time.monotonic()
+            timed_out = not self._spin_until_done(executor, watcher)
+            loop_time = time.monotonic() - loop_start
+        except _Interrupted:
+            self.log(f"  {self.interrupted}: stopping the node processes")
+        finally:
+            codes = self._stop_children()
+            if recorder is not None:
+                recorder.close()
+            for client in clients.values():
+                client.destroy()
+            if executor is not None:
+                executor.shutdown()
+            if node is not None:
+                node.destroy_node()
+            if context is not None and context.ok():
+                rclpy.shutdown(context=context)
+            self._restore_signal_handlers(previous)
+        try:
+            proxies = self._read_summaries(codes)
+            if not self.interrupted:
+                metrics = self._metrics(proxies, loop_time, time.monotonic() - wall_start, timed_out)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        if metrics is None:
+            raise RunInterrupted(f"interrupted by {self.interrupted}: the node processes were stopped")
+        metrics["processes"] = self.layout
+        metrics["process_count"] = len(self.children)
+        metrics["executor"] = f"{self.layout} ({len(self.children)} processes)"
+        if recorder is not None:
+            metrics["bag"] = str(recorder.path)
+            metrics["bag_counts"] = dict(recorder.counts)
+        self._print(metrics)
+        return metrics
+
+    def _wearable_name(self) -> str:
+        return next(e.name for e in self.pipeline.nodes if e.executable == "wearable_node")
+
+    def _lifecycle_clients(self, node: Any, executor: Any) -> dict[str, Any]:
+        from dynik_ros.nodes.lifecycle_client import LifecycleClient
+
+        return {e.name: LifecycleClient(node, executor, e.name) for e in self.pipeline.nodes}
+
+    def _drive(self, clients: Mapping[str, Any], transition: str) -> None:
+        """``transition`` for every node in the pipeline's order; a refusal names the node and its log."""
+        from dynik_ros.nodes.lifecycle_client import LifecycleError
+
+        for entry in self.pipeline.nodes:
+            self._check_alive()
+            child = self._child_of(entry.name)
+            try:
+                clients[entry.name].change(transition, timeout=START_TIMEOUT)
+            except LifecycleError as exc:
+                time.sleep(0.2)  # let the refusing node's log line reach its file
+                raise PipelineError(f"{exc}; log {child.log}:\n{child.tail()}") from None
+            self._check_interrupt()
+
+    def _start_recorder_on(self, node: Any) -> Any:
+        from datetime import datetime
+
+        from dynik_ros.io.recorder import TopicRecorder
+
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        path = self.out_dir / f"{self.pipeline.name}_{stamp}"
+        suffix = 1
+        while path.exists():
+            path = self.out_dir / f"{self.pipeline.name}_{stamp}_{suffix}"
+            suffix += 1
+        return TopicRecorder(node, path, self._record_topics())
+
+    def _wait_for_publishers(self, node: Any, executor: Any, topics: Sequence[str]) -> None:
+        """Until the recorder's subscriptions are matched with the (configured) publishers of each topic."""
+        subs = [s for s in node.subscriptions if _absolute(s.topic_name) in set(topics)]
+        deadline = time.monotonic() + START_TIMEOUT
+        while not all(s.get_publisher_count() >= 1 for s in subs):
+            self._check_alive()
+            self._check_interrupt()
+            if time.monotonic() > deadline:
+                missing = sorted(s.topic_name for s in subs if s.get_publisher_count() < 1)
+                raise PipelineError(f"no publisher matched for {missing} after {START_TIMEOUT:g} s")
+            executor.spin_once(timeout_sec=0.05)
+
+    def _spin_until_done(self, executor: Any, watcher: _EndWatcher) -> bool:
+        """As the one-process runner: the source exhausted and its last sample answered by the IK (or a
+        quiet 0.5 s), then 0.2 s for the last commands and recordings. False on timeout."""
+        deadline = time.monotonic() + self.timeout
+        drained = math.inf
+        while time.monotonic() < deadline:
+            self._check_interrupt()
+            self._check_alive()
+            executor.spin_once(timeout_sec=0.02)
+            now = time.monotonic()
+            if watcher.finished_at is not None and drained == math.inf:
+                answered = watcher.last_input is None or watcher.last_output >= watcher.last_input
+                quiet = now - max(watcher.finished_at, watcher.output_at) > 0.5
+                if answered or quiet:
+                    drained = now + 0.2
+            if now >= drained:
+                return True
+        return False
+
+    # ----------------------------------------------------------------- stop
+    def _stop_children(self) -> dict[str, int]:
+        """SIGINT to each child, producers first (the reverse of the start order); the exit codes."""
+        codes = {}
+        for child in reversed(self.children):
+            codes[child.label] = child.stop()
+            if codes[child.label] != 0:
+                self.log(f"  {child.label} exited {codes[child.label]}; log:\n{child.tail()}")
+        return codes
+
+    def _read_summaries(self, codes: Mapping[str, int]) -> dict[str, Any]:
+        proxies: dict[str, Any] = {}
+        for child in self.children:
+            try:
+                data = json.loads(child.summary.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                if self.interrupted:
+                    continue
+                raise PipelineError(
+                    f"process {child.label} (exit {codes.get(child.label)}) wrote no summary; log "
+                    f"{child.log}:\n{child.tail()}"
+                ) from None
+            self.tracer.merge(data.get("trace", {}))
+            for summary in data.get("nodes", []):
+                proxies[summary["name"]] = _proxy(summary)
+        return {e.name: proxies[e.name] for e in self.pipeline.nodes if e.name in proxies}
+
+    # ----------------------------------------------------------------- signals
+    def _install_signal_handlers(self) -> dict[int, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        previous = {}
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, self._on_signal)
+        return previous
+
+    @staticmethod
+    def _restore_signal_handlers(previous: Mapping[int, Any]) -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if not self.interrupted:
+            self.interrupted = signal.Signals(signum).name
+
+    def _check_interrupt(self) -> None:
+        if self.interrupted:
+            raise _Interrupted()
+
+
+class _EndWatcher:
+    """Watches, in the runner, for the source's "finished" (its /diagnostics) and the newest link-state
+    and IK-output stamps."""
+
+    def __init__(self, node: Any, wearable: str) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+        from sensor_msgs.msg import JointState, MultiDOFJointState
+
+        from dynik_ros.nodes.common import RELIABLE_QOS, SENSOR_QOS
+
+        self.status_name = f"{wearable}: link states"
+        self.finished_at: float | None = None
+        self.last_input: int | None = None
+        self.last_output = -1
+        self.output_at = 0.0
+        node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
+        node.create_subscription(MultiDOFJointState, "/human/link_states", self._on_input, SENSOR_QOS)
+        node.create_subscription(JointState, "/dynik/joint_states", self._on_output, RELIABLE_QOS)
+
+    @staticmethod
+    def _stamp(msg: Any) -> int:
+        return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+    def _on_diagnostics(self, msg: Any) -> None:
+        for status in msg.status:
+            if status.name == self.status_name and status.message == "finished" and self.finished_at is None:
+                self.finished_at = time.monotonic()
+
+    def _on_input(self, msg: Any) -> None:
+        self.last_input = max(self.last_input or -1, self._stamp(msg))
+
+    def _on_output(self, msg: Any) -> None:
+        self.last_output = max(self.last_output, self._stamp(msg))
+        self.output_at = time.monotonic()
+
+
+def _proxy(summary: Mapping[str, Any]) -> SimpleNamespace:
+    """A node's summary with the attributes :meth:`PipelineRunner._metrics` reads from a live node."""
+    values = dict(summary)
+    if "rejections" in values:
+        counts = dict(values["rejections"])
+        values["rejections"] = SimpleNamespace(counts=counts, total=sum(counts.values()))
+    if "tracking_summary" in values:
+        tracking = values["tracking_summary"]
+        values["tracking_summary"] = lambda *a, **k: tracking
+    return SimpleNamespace(**values)
+
+
+def _init_without_signals(kwargs: dict[str, Any]) -> None:
+    """rclpy.init for the runner's context without rclpy's SIGINT handler (ours stops the children)."""
+    import rclpy
+
+    try:
+        from rclpy.signals import SignalHandlerOptions
+
+        rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO, **kwargs)
+    except ImportError:
+        rclpy.init(args=[], **kwargs)

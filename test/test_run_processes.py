@@ -1,0 +1,192 @@
+"""``dynik-ros run --processes``: the pipeline's nodes in child processes on real DDS, driven through their
+lifecycle services; the same commands as in one process, and no process left behind however it ends.
+
+Waits are on conditions (a line printed, a process gone); their timeouts only bound a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.usefixtures("private_domain")
+
+
+def _messages(bag, topic: str) -> list:
+    from dynik_ros.io.bags import read_messages
+
+    return list(read_messages(bag, [topic]))
+
+
+def test_process_layouts_keep_the_pipeline_order():
+    from dynik_ros.cli.run import load_pipeline
+    from dynik_ros.cli.run_processes import process_groups
+
+    pipeline = load_pipeline("g1_sim")
+    order = [e.name for e in pipeline.nodes]
+    per_node = process_groups(pipeline, "per-node")
+    assert [[e.name for e in g] for g in per_node] == [[name] for name in order]
+    split = [[e.name for e in g] for g in process_groups(pipeline, "source-ik+bridge")]
+    assert sorted(sum(split, [])) == sorted(order)
+    together = next(g for g in split if "ik_node" in g)
+    assert set(together) == {"ik_node", "wearable_node"}  # the bridge and the sim each apart
+    assert all(len(g) == 1 for g in split if g is not together)
+
+
+def test_per_node_processes_command_what_one_process_commands(tmp_path):
+    """Offline, the bridge commands on the input stamps: one process per node gives the same commands,
+    bit for bit, as every node in one process; every sample is received, solved and commanded."""
+    from dynik_ros.cli.run import run_pipeline
+
+    runs = {
+        layout: run_pipeline(
+            "g1_retargeting", None, tmp_path / layout, duration=1.5, quiet=True, processes=layout
+        )
+        for layout in ("single", "per-node")
+    }
+    assert runs["per-node"]["process_count"] == 3
+    commands = {}
+    for layout, m in runs.items():
+        assert m["samples_published"] == m["ik_received"] == 90 and m["dropped_link_states"] == 0, layout
+        assert m["fresh_commands"] == m["commands_sent"] == 90 and not m["timed_out"], layout
+        assert np.isfinite(m["latency_p50_ms"]) and m["latency_p50_ms"] > 0, layout
+        msgs = _messages(m["bag"], "/joint_trajectory_controller/joint_trajectory")
+        assert len(msgs) == 90 == m["bag_counts"]["/human/link_states"], layout
+        commands[layout] = np.array([c.msg.points[0].positions for c in msgs])
+    np.testing.assert_array_equal(commands["single"], commands["per-node"])
+    assert np.abs(np.diff(commands["single"], axis=0)).max() > 0  # the robot moves
+    assert runs["per-node"]["mnte"] == runs["single"]["mnte"]
+
+
+def test_source_and_ik_together_with_the_bridge_apart(tmp_path):
+    from dynik_ros.cli.run import run_pipeline
+
+    m = run_pipeline(
+        "g1_retargeting", None, tmp_path, duration=1.0, quiet=True, processes="source-ik+bridge"
+    )
+    assert m["process_count"] == 2 and m["processes"] == "source-ik+bridge"
+    assert m["samples_published"] == m["ik_received"] == m["fresh_commands"] == 60
+    assert m["solve_time_p50_ms"] > 0 and np.isfinite(m["mnte"])
+
+
+def test_a_node_that_refuses_configure_is_named_with_its_log(tmp_path):
+    from dynik_ros.cli.run import PipelineError, run_pipeline
+
+    with pytest.raises(PipelineError, match=r"(?s)/wearable_node: configure refused.*bag_path"):
+        run_pipeline(
+            "replay",
+            {"bag_path": str(tmp_path / "missing_bag")},
+            None,
+            quiet=True,
+            processes="per-node",
+        )
+
+
+class Runner:
+    """``dynik-ros run`` in its own process group (as a terminal runs it), its output read line by line."""
+
+    def __init__(self, *args: str) -> None:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "dynik_ros.cli.run", "run", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._eof = False
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            with self._changed:
+                self.lines.append(line.rstrip())
+                self._changed.notify_all()
+        with self._changed:
+            self._eof = True
+            self._changed.notify_all()
+
+    @property
+    def output(self) -> str:
+        with self._changed:
+            return "\n".join(self.lines)
+
+    def wait_for(self, text: str, timeout: float = 300.0) -> bool:
+        with self._changed:
+            self._changed.wait_for(lambda: text in "\n".join(self.lines) or self._eof, timeout)
+            return text in "\n".join(self.lines)
+
+    def child_pids(self) -> list[int]:
+        return [int(p) for p in re.findall(r"started \S+ \(pid (\d+)\)", self.output)]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or only its zombie (exited, waiting for whoever adopted it to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _wait_gone(pids: list[int], timeout: float = 120.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not all(_gone(p) for p in pids):
+        time.sleep(0.1)
+    return [p for p in pids if not _gone(p)]
+
+
+@pytest.fixture
+def runner():
+    started: list[Runner] = []
+    yield lambda *args: started.append(Runner(*args)) or started[-1]
+    for r in started:
+        pids = r.child_pids()
+        r.kill()
+        for pid in pids:
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+ENDLESS = ("human66_tracking", "--processes", "per-node", "--realtime", "--duration", "600", "--no-record")
+
+
+def test_ctrl_c_stops_every_node_process_cleanly(runner):
+    """A terminal's Ctrl-C (SIGINT to the whole group) mid-run: every child stops through its lifecycle,
+    the runner exits 130 and no node process is left."""
+    run = runner(*ENDLESS)
+    assert run.wait_for("every node active"), run.output
+    pids = run.child_pids()
+    assert len(pids) == 2
+    os.killpg(run.proc.pid, signal.SIGINT)
+    code = run.proc.wait(180)
+    assert code == 130, run.output
+    assert "interrupted by SIGINT" in run.output and " exited " not in run.output, run.output
+    assert _wait_gone(pids) == [], run.output
+
+
+def test_a_killed_runner_leaves_no_node_process(runner):
+    """The runner killed outright (no clean-up possible): the children get SIGTERM from the kernel
+    (PR_SET_PDEATHSIG) and end."""
+    run = runner(*ENDLESS)
+    assert run.wait_for("every node active"), run.output
+    pids = run.child_pids()
+    run.proc.send_signal(signal.SIGKILL)  # the runner only, not its group
+    run.proc.wait(60)
+    assert _wait_gone(pids) == [], [open(f"/proc/{p}/cmdline").read() for p in pids if not _gone(p)]
