@@ -557,9 +557,39 @@ def record(out_bag: str, storage: str) -> launch.actions.ExecuteProcess:
     )
 
 
+RVIZ_PACKAGES = ("robot_state_publisher", "rviz2")
+
+
+def rviz_missing() -> str | None:
+    """Why ``rviz.launch.py`` cannot start here (its packages absent from the ament index), or None.
+
+    Checked before anything starts: launch_ros only finds a missing package when it starts that node,
+    after the pipeline's processes were started, and then tears them down while they are importing
+    (KeyboardInterrupt tracebacks around the real error)."""
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+    except ImportError:
+        return None  # no ament index to ask: launch_ros reports it itself
+    missing = []
+    for package in RVIZ_PACKAGES:
+        try:
+            get_package_prefix(package)
+        except PackageNotFoundError:
+            missing.append(package)
+    if not missing:
+        return None
+    debians = ", ".join("ros-$ROS_DISTRO-" + p.replace("_", "-") for p in missing)
+    return f"rviz:=true needs {' and '.join(missing)}, not found in the ament index (install {debians})"
+
+
 def rviz_include(model: str, robot: str, args: Mapping[str, str]) -> launch.actions.IncludeLaunchDescription:
-    """``rviz.launch.py`` for ``model`` (human) or ``robot``."""
+    """``rviz.launch.py`` for ``model`` (human) or ``robot``; a RuntimeError naming what is missing when
+    RViz cannot run here (raised while the launch is set up, before any node starts)."""
     from launch.launch_description_sources import PythonLaunchDescriptionSource
+
+    missing = rviz_missing()
+    if missing:
+        raise RuntimeError(missing)
 
     arguments = {
         "robot": robot,

@@ -30,6 +30,9 @@ COMMON = SimpleNamespace(**runpy.run_path(str(Path(__file__).resolve().with_name
 
 def _setup(context: LaunchContext) -> list:
     args = COMMON.values(context)
+    missing = COMMON.rviz_missing()
+    if missing:
+        raise RuntimeError(missing)
     robot = args["robot"]
     if robot:
         urdf = COMMON.robot_urdf(robot, args["config_file"])

@@ -556,3 +556,39 @@ def test_out_bag_checks_for_rosbag2_and_its_storage_plugin_not_only_ros2(monkeyp
     installed.add("rosbag2_storage_mcap")
     assert missing("mcap") is None
     assert "sqlite3 storage plugin" in missing("sqlite3")
+
+
+def test_rviz_checks_its_packages_before_anything_starts(monkeypatch):
+    """Found with the real ros2 launch: ``rviz:=true`` without robot_state_publisher / rviz2 failed only
+    when launch_ros reached the RViz nodes, after the pipeline's processes were started, which were then
+    interrupted while importing (tracebacks around the error). Now one line, before anything starts."""
+    import sys
+    import types
+
+    missing = _launch_common_function("rviz_missing", "RVIZ_PACKAGES")
+    installed: set[str] = set()
+
+    class PackageNotFoundError(KeyError):
+        pass
+
+    def get_package_prefix(package):
+        if package not in installed:
+            raise PackageNotFoundError(package)
+        return "/opt/ros/kilted"
+
+    ament = types.ModuleType("ament_index_python.packages")
+    ament.PackageNotFoundError = PackageNotFoundError
+    ament.get_package_prefix = get_package_prefix
+    monkeypatch.setitem(sys.modules, "ament_index_python", types.ModuleType("ament_index_python"))
+    monkeypatch.setitem(sys.modules, "ament_index_python.packages", ament)
+    text = missing()
+    assert "robot_state_publisher and rviz2" in text and "ros-$ROS_DISTRO-rviz2" in text
+    installed.add("rviz2")
+    assert "ros-$ROS_DISTRO-robot-state-publisher" in missing() and "rviz2," not in missing()
+    installed.add("robot_state_publisher")
+    assert missing() is None
+    # every include of rviz.launch.py goes through the check, and rviz.launch.py checks on its own
+    common = (LAUNCH_DIR / "dynik_launch_common.py").read_text(encoding="utf-8")
+    include = common[common.index("def rviz_include(") :]
+    assert include.index("rviz_missing()") < include.index("IncludeLaunchDescription(")
+    assert "rviz_missing()" in (LAUNCH_DIR / "rviz.launch.py").read_text(encoding="utf-8")
