@@ -195,11 +195,12 @@ def test_nodes_keep_rclpy_entity_lists(ros):
     what is in them): the lifecycle and parameter services, and a timer created before configure, stay
     registered through configure, activate, deactivate and cleanup."""
     from dynik_ros.nodes.bridge_node import BridgeNode
+    from dynik_ros.nodes.dynamics_node import DynamicsNode
     from dynik_ros.nodes.ik_node import IKNode
     from dynik_ros.nodes.mocap_node import MocapNode
     from dynik_ros.nodes.wearable_node import WearableNode
 
-    for cls in (WearableNode, IKNode, BridgeNode, MocapNode):
+    for cls in (WearableNode, IKNode, BridgeNode, MocapNode, DynamicsNode):
         node = cls(f"entities_{cls.__name__.lower()}_{os.getpid()}")
         try:
             name = node.get_name()  # services named 'name/...' or '/name/...' (root namespace)
@@ -213,3 +214,30 @@ def test_nodes_keep_rclpy_entity_lists(ros):
                 assert timer in list(node.timers), f"{cls.__name__} after {step} lost a timer"
         finally:
             node.destroy_node()
+
+
+def test_no_node_module_assigns_an_attribute_rclpy_node_keeps(ros):
+    """The same for every node module, present and future (sim_node included), read as source: no
+    ``self.<name> =`` where ``<name>`` is one of the attributes rclpy's LifecycleNode sets on itself
+    (dynamics_node, added later, rebound ``_timers`` too)."""
+    import re
+    from pathlib import Path
+
+    from rclpy.lifecycle import LifecycleNode
+
+    probe = LifecycleNode(f"attribute_probe_{os.getpid()}")
+    try:
+        reserved = set(vars(probe))
+    finally:
+        probe.destroy_node()
+    assignment = re.compile(r"self\.(\w+)\s*(?::[^=]*)?=(?!=)")
+    found = []
+    for path in sorted((Path(__file__).resolve().parents[1] / "dynik_ros" / "nodes").glob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            found += [
+                f"{path.name}:{number} self.{m.group(1)}"
+                for m in assignment.finditer(line)
+                if m.group(1) in reserved
+            ]
+    assert "_services" in reserved and "_timers" in reserved  # the check looks at the right names
+    assert found == []

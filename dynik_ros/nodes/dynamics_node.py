@@ -191,17 +191,17 @@ class DynamicsNode(DynikLifecycleNode):
         self.pipeline.reset()
         self.shoe_buffer.clear()
         self.stamps.reset()
-        self._timers = [self.create_timer(self.params["diagnostics_period"], self.publish_diagnostics)]
+        self._diag_timers = [self.create_timer(self.params["diagnostics_period"], self.publish_diagnostics)]
 
     def _deactivate(self) -> None:
-        self.destroy_entities(getattr(self, "_timers", []))
-        self._timers = []
+        self.destroy_entities(getattr(self, "_diag_timers", []))
+        self._diag_timers = []
 
     def _release(self) -> None:
-        self.destroy_entities(getattr(self, "_timers", []))
+        self.destroy_entities(getattr(self, "_diag_timers", []))
         publishers = [getattr(self, n, None) for n in ("_pub_torques", "_pub_contact", "_pub_diag")]
         self.destroy_entities(self._entities + publishers + list(getattr(self, "_pub_wrenches", [])))
-        self._entities, self._timers, self._pub_wrenches = [], [], []
+        self._entities, self._diag_timers, self._pub_wrenches = [], [], []
         self._pub_torques = self._pub_contact = self._pub_diag = None
         self.pipeline = None
 
