@@ -42,8 +42,10 @@ def test_process_layouts_keep_the_pipeline_order():
 
 
 def test_per_node_processes_command_what_one_process_commands(tmp_path):
-    """Offline, the bridge commands on the input stamps: one process per node gives the same commands,
-    bit for bit, as every node in one process; every sample is received, solved and commanded."""
+    """Offline, the bridge commands on the input stamps: one process per node commands what every node in
+    one process commands, bit for bit. Between processes the runner makes the link states reliable
+    (best-effort, one was lost once in a full suite on the loaded machine) and the source waits until
+    every consumer is matched, so no sample is lost."""
     from dynik_ros.cli.run import run_pipeline
 
     runs = {
@@ -56,13 +58,15 @@ def test_per_node_processes_command_what_one_process_commands(tmp_path):
     commands = {}
     for layout, m in runs.items():
         assert m["samples_published"] == m["ik_received"] == 90 and m["dropped_link_states"] == 0, layout
-        assert m["fresh_commands"] == m["commands_sent"] == 90 and not m["timed_out"], layout
+        assert not m["timed_out"] and not m["rejected"], layout
+        # IK -> bridge is reliable: every IK output is commanded, once
+        assert m["fresh_commands"] == m["commands_sent"] == m["ik_received"], layout
         assert np.isfinite(m["latency_p50_ms"]) and m["latency_p50_ms"] > 0, layout
         msgs = _messages(m["bag"], "/joint_trajectory_controller/joint_trajectory")
-        assert len(msgs) == 90 == m["bag_counts"]["/human/link_states"], layout
-        commands[layout] = np.array([c.msg.points[0].positions for c in msgs])
+        assert len(msgs) == m["commands_sent"], layout
+        commands[layout] = np.array([c.msg.points[0].positions for c in msgs])  # in order of sending
     np.testing.assert_array_equal(commands["single"], commands["per-node"])
-    assert np.abs(np.diff(commands["single"], axis=0)).max() > 0  # the robot moves
+    assert np.abs(np.diff(commands["single"], axis=0)).max() > 0  # the robot moves (a frozen run matches)
     assert runs["per-node"]["mnte"] == runs["single"]["mnte"]
 
 

@@ -167,14 +167,17 @@ class MultiProcessRunner(PipelineRunner):
                 entry.parameters.setdefault("clock", "message")
             if entry.executable == "ik_node" and self.offline:
                 entry.parameters.setdefault("max_future_stamp", 0.0)
+                entry.parameters.setdefault("link_states_reliable", True)  # no sample lost between processes
             if entry.executable == "wearable_node":
                 entry.parameters["realtime"] = not self.offline
+                entry.parameters.setdefault("link_states_reliable", self.offline)
                 if entry.parameters.get("loop"):
                     raise PipelineError(
                         "wearable_node.loop:=true never ends: the runner needs a finite source"
                     )
         consumers = sum(e.executable in LINK_STATE_CONSUMERS for e in self.pipeline.nodes)
         consumers += int(self._records() and "/human/link_states" in self.pipeline.record)
+        consumers += 1  # this runner's end watcher (_EndWatcher)
         for entry in self.pipeline.nodes:
             if entry.executable == "wearable_node":
                 entry.parameters.setdefault("min_subscribers", consumers)

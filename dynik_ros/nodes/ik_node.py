@@ -184,7 +184,11 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
         self._entities = [
             # raw=True: the CDR bytes are read straight into numpy (link_states_from_cdr)
             self.create_subscription(
-                MultiDOFJointState, "/human/link_states", self._on_link_states, SENSOR_QOS, raw=True
+                MultiDOFJointState,
+                "/human/link_states",
+                self._on_link_states,
+                RELIABLE_QOS if p["link_states_reliable"] else SENSOR_QOS,
+                raw=True,
             )
         ]
         if p["use_base_odom"]:

@@ -70,6 +70,12 @@ IK_PARAMS = (
         low=0.0,
         high=1e4,
     ),
+    ParamSpec(
+        "link_states_reliable",
+        False,
+        "Subscribe to /human/link_states reliable (needs a reliable publisher: wearable_node "
+        "link_states_reliable; dynik-ros run --processes sets both offline: no sample of a replay is lost).",
+    ),
     ParamSpec("use_base_odom", False, "Take the base pose from /robot/base_odom instead of estimating it."),
     ParamSpec(
         "base_odom_extrapolate",

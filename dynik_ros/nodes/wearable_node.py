@@ -153,6 +153,12 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
             "start_delay", 0.0, "Wait after activation before the first sample [s].", low=0.0, high=600.0
         ),
         ParamSpec(
+            "link_states_reliable",
+            False,
+            "Publish /human/link_states reliable: a sample is resent until every matched reader has it "
+            "(offline replays across processes; best-effort subscribers still connect).",
+        ),
+        ParamSpec(
             "min_subscribers",
             0,
             "Hold the first sample until this many subscriptions match /human/link_states (offline mode "
@@ -282,7 +288,8 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
             except ValueError as exc:
                 raise ConfigError("bag_topic", str(exc)) from None
         self._calibration_services = self._setup_suit_calibration(p)
-        self._pub = self.create_lifecycle_publisher(MultiDOFJointState, "/human/link_states", SENSOR_QOS)
+        qos = RELIABLE_QOS if p["link_states_reliable"] else SENSOR_QOS  # best-effort readers still connect
+        self._pub = self.create_lifecycle_publisher(MultiDOFJointState, "/human/link_states", qos)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         if not p["realtime"]:
             self._ack_sub = self.create_subscription(JointState, p["ack_topic"], self._on_ack, RELIABLE_QOS)
