@@ -143,6 +143,7 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
         )
         self._last_ns: int | None = None
         self._rebase_pending = False  # the world frame moved: DynamicalIK.rebase at the next step
+        self._stamp_refused = 0  # samples refused by the stamp guard since the last accepted one
         self._period_ns = 10**9 // 100  # the last step between accepted stamps (default 100 Hz)
         self._last_marker_ns = -(10**18)
         self._last_metrics_ns = -(10**18)
@@ -341,10 +342,16 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
         stamp = links.stamp_ns
         verdict, detail = self.stamps.check(stamp, self.get_clock().now().nanoseconds)
         if verdict not in (stamp_guard.ACCEPTED, stamp_guard.REBASED):
+            self._stamp_refused += 1
             self._reject(verdict, detail)
             return
-        if verdict == stamp_guard.REBASED:  # a new time base: step over the seam by the last period
-            self._last_ns = None if self._last_ns is None else stamp - self._period_ns
+        if verdict == stamp_guard.REBASED:  # a new time base: step over the seam by the samples it took
+            # (the confirming samples refused on the way were the stream's: their motion happened too)
+            seam = self._period_ns * (1 + min(self._stamp_refused, 10))
+            self._last_ns = None if self._last_ns is None else stamp - seam
+            self._last_metrics_ns = -(10**18)  # a clock set back must not silence the metrics until it
+            # passes the old stamps again
+        self._stamp_refused = 0
         dt = min((stamp - self._last_ns) * 1e-9, self.params["max_dt"]) if self._last_ns is not None else 0.01
         reason, detail = self.plausible.check(
             links.positions, links.rotations, links.linear_velocities, links.angular_velocities, dt
