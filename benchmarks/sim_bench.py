@@ -37,8 +37,10 @@ def real_time_factor(robot: str, mode: str, rate: float, seconds: float) -> tupl
     return steps / rate / (time.perf_counter() - start), build
 
 
-def tracking(robot: str, rate: float, interface: str, time_from_start: float, seconds: float):
-    sim = Simulator.from_robot(robot, SimConfig(timestep=1.0 / rate))
+def tracking(
+    robot: str, rate: float, interface: str, time_from_start: float, seconds: float, feedforward: bool = False
+):
+    sim = Simulator.from_robot(robot, SimConfig(timestep=1.0 / rate, velocity_feedforward=feedforward))
     position, rotation = sim.base_pose()
     sim.set_harness_target(position + np.array([0.0, 0.0, 0.3]), rotation)
     sim.step(int(1.0 * rate))
@@ -62,17 +64,23 @@ def main(argv: list[str] | None = None) -> int:
         worst = min(worst, rtf)
         print(f"{mode:10s} {rtf:17.2f} {build:16.2f}")
     print("\ntracking at 50 Hz commands (robot hanging in the harness), delay over the joints:")
-    print(f"{'interface':42s} {'p50 [ms]':>9s} {'max [ms]':>9s} {'RMS after shift max [rad]':>26s}")
-    runs = [("forward_command", 0.0), ("joint_trajectory", 0.02), ("joint_trajectory", 0.05)]
+    print(f"{'interface':50s} {'p50 [ms]':>9s} {'max [ms]':>9s} {'RMS after shift max [rad]':>26s}")
+    runs = [
+        ("forward_command", 0.0, False),
+        ("joint_trajectory", 0.02, False),
+        ("joint_trajectory", 0.05, False),
+    ]
+    runs += [("joint_trajectory", 0.02, True), ("joint_trajectory", 0.05, True)]  # velocity feed-forward
     if args.quick:
         runs = runs[:1]
     p50 = {}
-    for interface, tfs in runs:
-        result = tracking(args.robot, args.rate, interface, tfs, track_seconds)
+    for interface, tfs, feedforward in runs:
+        result = tracking(args.robot, args.rate, interface, tfs, track_seconds, feedforward)
         label = interface if interface == "forward_command" else f"{interface} (time_from_start {tfs:.2f} s)"
+        label = label.replace("joint_trajectory", "trajectory, feed-forward") if feedforward else label
         p50[label] = result.delay_p50
         print(
-            f"{label:42s} {1e3 * result.delay_p50:9.1f} {1e3 * result.delay.max():9.1f} "
+            f"{label:50s} {1e3 * result.delay_p50:9.1f} {1e3 * result.delay.max():9.1f} "
             f"{result.rms_after_shift.max():26.4f}"
         )
     ok = worst >= 1.0 and min(p50.values()) <= 0.06

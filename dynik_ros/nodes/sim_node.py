@@ -81,6 +81,11 @@ class SimNode(DynikLifecycleNode):
         ParamSpec("kp_scale", 1.0, "Scale of every position gain.", low=0.01, high=100.0),
         ParamSpec("kv_scale", 1.0, "Scale of every damping gain.", low=0.0, high=100.0),
         ParamSpec(
+            "velocity_feedforward",
+            False,
+            "Servo velocity feed-forward (RH5 seed eq. 8): damp towards the reference's velocity, not zero.",
+        ),
+        ParamSpec(
             "publish_rate",
             100.0,
             "Rate of /joint_states and /sim/base_pose_true [Hz, sim time].",
@@ -174,6 +179,7 @@ class SimNode(DynikLifecycleNode):
             base_mode=p["base_mode"],
             kp_scale=p["kp_scale"],
             kv_scale=p["kv_scale"],
+            velocity_feedforward=p["velocity_feedforward"],
             harness_stiffness=p["harness_stiffness"],
             harness_angular_stiffness=p["harness_angular_stiffness"],
         )

@@ -44,6 +44,9 @@ class SimConfig:
     default_effort: float = 50.0  # N m (or N) where the URDF gives no effort limit
     kp_scale: float = 1.0
     kv_scale: float = 1.0
+    # the RH5 seed's eq. 8 with the reference velocity: ctrl = q_ref + (kv / kp) v_ref makes the position
+    # servo's force kp (q_ref - q) + kv (v_ref - v) instead of kp (q_ref - q) - kv v
+    velocity_feedforward: bool = False
     damping_ratio: float = 0.7
     armature: float = 0.01  # kg m^2 rotor inertia added to joints whose URDF gives none
     self_collision: bool = False
@@ -303,6 +306,7 @@ class Simulator:
             model.actuator_biasprm[a, 2] = -kv
             self.kp[k], self.kv[k] = kp, kv
         self.joint_inertia = inertia
+        self._kv_over_kp = np.divide(self.kv, self.kp, out=np.zeros_like(self.kv), where=self.kp > 0)
 
     # ----------------------------------------------------------------- state
     @property
@@ -420,8 +424,12 @@ class Simulator:
         mj, model, data = self._mj, self.model, self.data
         harness = self.config.base_mode == "harness"
         start_wall, start_sim = time.perf_counter(), data.time
+        feedforward = self.config.velocity_feedforward
+        lower, upper = self.follower.lower, self.follower.upper
         for _ in range(n):
-            reference, _ = self.follower.sample(data.time)
+            reference, velocity = self.follower.sample(data.time)
+            if feedforward:  # still within the limits, like every command
+                reference = np.clip(reference + self._kv_over_kp * velocity, lower, upper)
             data.ctrl[self.actuator_ids] = reference
             if harness:
                 self._harness_wrench()
