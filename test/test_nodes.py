@@ -152,6 +152,21 @@ def test_cdr_parser_matches_rclpy_deserialization(samples):
     assert err.value.reason == "wrong_lengths"
 
 
+def test_decode_link_states_turns_foreign_bytes_into_one_refusal(samples):
+    """ik_node and dynamics_node share this decode-or-reject: a 1-byte message or big-endian CDR (which
+    rclpy's deserializer refuses with an RMWError) is a MessageRejected "undecodable", not an escape."""
+    from rclpy.serialization import serialize_message
+
+    from dynik_ros.nodes.conversions import UNDECODABLE, MessageRejected, decode_link_states
+
+    good = serialize_message(link_msg(samples[3], 5))
+    assert decode_link_states(good).names == list(samples[3].names)
+    for data in (b"\x00", b"\x00\x00\x00\x00" + good[4:40], b""):
+        with pytest.raises(MessageRejected) as err:
+            decode_link_states(data)
+        assert err.value.reason == UNDECODABLE, (data, err.value)
+
+
 def test_stamp_and_quaternion_helpers():
     from dynik_ros.core.quaternion import quaternion_from_rotation
     from dynik_ros.core.so3 import exp_so3

@@ -69,7 +69,12 @@ from dynik_ros.core.base_integration import SCHEMES, integrate_rotation
 from dynik_ros.core.branch_recovery import BranchRecovery, BranchRecoveryConfig
 from dynik_ros.core.com_objective import BalanceConfig
 from dynik_ros.core.extra_terms import ExtraTerms
-from dynik_ros.core.frame_change import base_target_indices, estimate_change, transform_measurements
+from dynik_ros.core.frame_change import (
+    base_target_indices,
+    estimate_change,
+    first_on_base,
+    transform_measurements,
+)
 from dynik_ros.core.frame_kinematics import FrameKinematics, pose_residual, to_pinocchio_velocity
 from dynik_ros.core.loop_closure import LoopClosure
 from dynik_ros.core.regularizers import RegularizerConfig
@@ -347,17 +352,14 @@ class DynamicalIK:
         m = self._reference
         if m is None or not self.robot.floating_base:
             return position, rotation
-        model = self.robot.model
-        for i, t in enumerate(self.targets.orientation_targets):
-            frame = model.frames[self.robot.frame_id(t.frame)]
-            if frame.parentJoint == 1:
-                rotation = m.rotations[i] @ frame.placement.rotation.T
-                break
-        for i, t in enumerate(self.targets.position_targets):
-            frame = model.frames[self.robot.frame_id(t.frame)]
-            if frame.parentJoint == 1:
-                position = m.positions[i] - rotation @ frame.placement.translation
-                break
+        o = first_on_base(self.robot, self.targets.orientation_targets)
+        if o is not None:
+            frame = self.robot.model.frames[self.robot.frame_id(self.targets.orientation_targets[o].frame)]
+            rotation = m.rotations[o] @ frame.placement.rotation.T
+        p = first_on_base(self.robot, self.targets.position_targets)
+        if p is not None:
+            frame = self.robot.model.frames[self.robot.frame_id(self.targets.position_targets[p].frame)]
+            position = m.positions[p] - rotation @ frame.placement.translation
         return position, rotation
 
     def _joints_to_restart(self) -> np.ndarray:

@@ -23,17 +23,22 @@ from dynik_ros.core.targets import Measurements, TargetSet
 Transform = tuple[np.ndarray, np.ndarray]  # (R_c, p_c): x_new = R_c x_old + p_c
 
 
+def first_on_base(robot: RobotModel, group: list) -> int | None:
+    """Index of the first target of ``group`` whose frame is attached to the floating base (joint 1,
+    e.g. the pelvis); ``None`` when there is none."""
+    for i, t in enumerate(group):
+        if robot.model.frames[robot.frame_id(t.frame)].parentJoint == 1:
+            return i
+    return None
+
+
 def base_target_indices(robot: RobotModel, targets: TargetSet) -> tuple[int, int] | None:
-    """``(orientation, position)`` indices of the first targets on frames attached to the floating base
-    (joint 1, e.g. the pelvis); ``None`` for a fixed base or when either is missing."""
+    """``(orientation, position)`` indices of the first targets on frames attached to the floating base;
+    ``None`` for a fixed base or when either is missing."""
     if not robot.floating_base:
         return None
-
-    def on_base(group: list) -> int | None:
-        joints = [robot.model.frames[robot.frame_id(t.frame)].parentJoint for t in group]
-        return joints.index(1) if 1 in joints else None
-
-    o, p = on_base(targets.orientation_targets), on_base(targets.position_targets)
+    o = first_on_base(robot, targets.orientation_targets)
+    p = first_on_base(robot, targets.position_targets)
     return None if o is None or p is None else (o, p)
 
 

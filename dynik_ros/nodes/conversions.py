@@ -39,6 +39,7 @@ DUPLICATE_NAMES = "duplicate_names"
 WRONG_LENGTHS = "wrong_lengths"
 OUT_OF_ORDER = "out_of_order"
 STALE = "stale"
+UNDECODABLE = "undecodable"  # bytes that are no MultiDOFJointState (rclpy could not deserialize them)
 REJECTION_REASONS = (
     NAN,
     NON_ROTATION,
@@ -258,6 +259,22 @@ def link_states_from_cdr(
         raise MessageRejected(WRONG_LENGTHS, f"malformed MultiDOFJointState data ({exc})") from None
     stamp_ns = int(sec) * 1_000_000_000 + int(nanosec)
     return _link_states(stamp_ns, names, arrays[0], arrays[1], known_links, required_links)
+
+
+def decode_link_states(
+    data: bytes,
+    known_links: Iterable[str] | None = None,
+    required_links: Iterable[str] | None = None,
+) -> LinkStates:
+    """Decode-or-reject for a raw link-state subscription: :func:`link_states_from_cdr`, with anything
+    else it raises (rclpy's ``RMWError`` on bytes that are no ``MultiDOFJointState``…) turned into a
+    :class:`MessageRejected` with reason :data:`UNDECODABLE`, so a node's callback has one refusal path."""
+    try:
+        return link_states_from_cdr(data, known_links, required_links)
+    except MessageRejected:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the deserializer raises on foreign bytes
+        raise MessageRejected(UNDECODABLE, f"{len(data)} bytes: {type(exc).__name__}: {exc}") from None
 
 
 def _link_states(

@@ -39,15 +39,16 @@ from dynik_ros.nodes.common import (
 )
 from dynik_ros.nodes.conversions import (
     REJECTION_REASONS,
+    UNDECODABLE,
     MessageRejected,
+    decode_link_states,
     float_array,
-    link_states_from_cdr,
     ns_to_stamp,
     stamp_to_ns,
 )
 from dynik_ros.nodes.node_process import run_node
 
-UNHANDLED, UNDECODABLE, NO_TWISTS = "unhandled", "undecodable", "no_twists"
+UNHANDLED, NO_TWISTS = "unhandled", "no_twists"
 SHOE_NAN, SHOE_FRAME, SHOE_STAMP = "shoe_nan", "shoe_frame", "shoe_out_of_order"
 LOCAL_REASONS = (
     UNHANDLED, UNDECODABLE, NO_TWISTS, SHOE_NAN, SHOE_FRAME, SHOE_STAMP,
@@ -250,12 +251,9 @@ class DynamicsNode(DynikLifecycleNode):
         start = wall_time()
         self.received += 1
         try:
-            links = link_states_from_cdr(data, self.known_links, self.required_links)
+            links = decode_link_states(data, self.known_links, self.required_links)
         except MessageRejected as exc:
             self._reject(exc.reason, exc.detail)
-            return
-        except Exception as exc:  # noqa: BLE001 - not a MultiDOFJointState
-            self._reject(UNDECODABLE, f"{len(data)} bytes: {type(exc).__name__}: {exc}")
             return
         if links.linear_velocities is None:
             self._reject(NO_TWISTS, "link states without twists: the dynamics need link velocities")

@@ -54,11 +54,12 @@ from dynik_ros.nodes.conversions import (
     NAN,
     NON_ROTATION,
     REJECTION_REASONS,
+    UNDECODABLE,
     WRONG_LENGTHS,
     LinkStates,
     MessageRejected,
+    decode_link_states,
     joint_state_msg,
-    link_states_from_cdr,
     odometry_msg,
     transform_stamped,
 )
@@ -69,7 +70,6 @@ from dynik_ros.nodes.node_process import run_node
 
 INVALID = "invalid"
 UNHANDLED = "unhandled"  # an exception the callback did not expect: counted, logged, never fatal
-UNDECODABLE = "undecodable"  # bytes that are no MultiDOFJointState (rclpy could not deserialize them)
 LOCAL_REASONS = (
     INVALID,
     UNHANDLED,
@@ -332,12 +332,9 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
         start = wall_time()
         self.received += 1
         try:
-            links = link_states_from_cdr(data, self.known_links, self.required_links)
+            links = decode_link_states(data, self.known_links, self.required_links)
         except MessageRejected as exc:
             self._reject(exc.reason, exc.detail)
-            return
-        except Exception as exc:  # noqa: BLE001 - rclpy's RMWError and the like: not a MultiDOFJointState
-            self._reject(UNDECODABLE, f"{len(data)} bytes: {type(exc).__name__}: {exc}")
             return
         stamp = links.stamp_ns
         verdict, detail = self.stamps.check(stamp, self.get_clock().now().nanoseconds)
