@@ -194,6 +194,57 @@ def pipeline_section(duration: float, rate: float) -> None:
           f"{error:.4f} N m (central differences)")  # fmt: skip
 
 
+def _norms(x: np.ndarray) -> str:
+    """Mean +- standard deviation over the samples of the per-sample norm (the seed's Table 4)."""
+    n = np.linalg.norm(x.reshape(len(x), -1), axis=1)
+    return f"{n.mean():8.2e} +- {n.std():7.1e}"
+
+
+def fixed_base_section(duration: float, rate: float) -> None:
+    """Sec. 4.4: fixed-base (a foot rooted in the world) vs floating-base (pelvis, eq. 8-10) MAP on the
+    planted tasks analogous to the seed's T1-T3, noise-free and noisy, both against the truth; and the
+    fixed base on the (sliding) synthetic walk."""
+    from dynik_ros.estimation.fixed_base import FixedBaseMapEstimator, fixed_vs_floating
+    from dynik_ros.estimation.synthetic_dynamics import planted_dynamics_truth
+
+    cov = MapCovariances(
+        linear_acceleration=NOISE["linear"] ** 2, angular_acceleration=NOISE["angular"] ** 2,
+        joint_acceleration=NOISE["joint"] ** 2, force=NOISE["force"] ** 2, moment=NOISE["moment"] ** 2,
+    )  # fmt: skip
+    print(f"\nfixed-base vs floating-base MAP (sec. 4.4, Table 4: mean +- std over samples of the norm), "
+          f"Human66, {duration:g} s at {rate:g} Hz; tasks: T1 double support (squat, weight sways), T2 right "
+          f"foot planted, T3 left (walk angles 4x slower, other leg swinging)")  # fmt: skip
+    for task, base, label in (("double", "LeftFoot", "T1"), ("right", "RightFoot", "T2"),
+                              ("left", "LeftFoot", "T3")):  # fmt: skip
+        robot, truth = planted_dynamics_truth(task, duration, rate)
+        link_acc, joint_acc, wrenches = noisy(truth, robot.n_joints)
+        for noise, args, c in (
+            ("noise-free", (truth.link_accelerations, truth.a[:, 6:], truth.wrenches), None),
+            ("noisy", (link_acc, joint_acc, wrenches), cov),
+        ):
+            r = fixed_vs_floating(robot, truth.q, truth.v[:, 6:], truth.contacts, base, *args, truth.links,
+                                  FEET, c)  # fmt: skip
+            fx, fl = r["fixed"], r["floating"]
+            print(f"  {label} ({base} fixed), {noise}:\n"
+                  f"    |e(tau)| fixed-floating {_norms(fx['tau'] - fl['tau'])} N m; vs truth: fixed "
+                  f"{_norms(fx['tau'] - truth.tau)}, floating {_norms(fl['tau'] - truth.tau)}\n"
+                  f"    |e(f_x)| {_norms(fx['wrenches'][:, :, :3] - fl['wrenches'][:, :, :3])} N, |e(m_x)| "
+                  f"{_norms(fx['wrenches'][:, :, 3:] - fl['wrenches'][:, :, 3:])} N m, |e(s_ddot)| "
+                  f"{_norms(fx['nu_dot'][:, 6:] - fl['nu_dot'][:, 6:])} rad/s^2, |e(a_lin)| "
+                  f"{_norms(fx['pelvis'] - fl['pelvis'])} m/s^2")  # fmt: skip
+    robot, truth = human_dynamics_truth("walking", duration, rate)
+    fixed = FixedBaseMapEstimator(robot, truth.links, FEET)
+    tau = np.array([
+        fixed.estimate(truth.q[k], truth.v[k, 6:], FEET[int(np.argmax(truth.shares[k]))],
+                       truth.link_accelerations[k], truth.a[k, 6:], truth.wrenches[k], truth.contacts[k]).tau
+        for k in range(len(truth.times))
+    ])  # fmt: skip
+    print(
+        f"  synthetic walk (its loaded foot slides), noise-free, fixed base switched to the loaded foot: "
+        f"torque RMSE {rms(tau - truth.tau):.2f} N m (floating base: the MAP section's noise-free figure)"
+    )
+
+
 def contact_section(duration: float, rate: float) -> None:
     robot, truth = human_dynamics_truth("walking", duration, rate)
     fz = truth.vertical_forces(robot)
@@ -266,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         map_section("human48", duration, args.rate)
     full_form_section(0.25 if args.quick else min(duration, 2.2), args.rate)
     pipeline_section(duration, args.rate)
+    fixed_base_section(1.1 if args.quick else 4.4, 30.0 if args.quick else args.rate)
     base_velocity_section(duration, args.rate)
     contact_section(duration, args.rate)
     if args.plot:

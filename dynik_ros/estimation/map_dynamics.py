@@ -121,13 +121,16 @@ class MapDynamicsEstimator:
         joint_accelerations: np.ndarray | None = None,
         wrenches: np.ndarray | None = None,
         contacts: Sequence[bool] | None = None,
+        still: Sequence[bool] | None = None,
     ) -> MapEstimate:
         """``d_MAP`` (eq. A7) at configuration ``q`` and velocity ``v`` (pinocchio layout).
 
         ``link_accelerations`` ``(L, 6)``: proper sensor accelerations (eq. 12) of :attr:`links` in their
         frames; rows with a NaN are not measured. ``joint_accelerations`` ``(n,)``. ``wrenches`` ``(m, 6)``:
         the shoes under the contact links (foot frames), NaN rows not measured, ``None``: no shoes.
-        ``contacts``: per contact link (default: all in contact)."""
+        ``contacts``: per contact link (default: all in contact). ``still``: per contact link, held still
+        in the world (the fixed-base formalism, :mod:`.fixed_base`): model rows ``J_C nu_dot + c_C = 0``
+        (``c_C`` its classical acceleration at ``nu_dot = 0``) with the model's covariance."""
         cov, model, data, nv = self.covariances, self.robot.model, self.data, self.nv
         contacts = [True] * self.m if contacts is None else list(contacts)
         if len(contacts) != self.m:
@@ -156,6 +159,8 @@ class MapDynamicsEstimator:
         for k, on in enumerate(contacts):
             prior[self._wrench_slice(k)] = 1.0 / (cov.prior_wrench if on else cov.no_contact_wrench)
         precision[np.diag_indices(self.size)] += prior  # Sigma_d^-1 (A5a)
+        if still is not None:
+            self._add_still_links(list(still), precision, rhs)
         # measurements (eq. 18 first block, A7): Y^T Sigma_y^-1 Y and Y^T Sigma_y^-1 (y - b_Y)
         if link_accelerations is not None:
             self._add_link_accelerations(np.asarray(link_accelerations, dtype=float), precision, rhs)
@@ -182,6 +187,23 @@ class MapDynamicsEstimator:
             d_map[self._tau].copy(),
             np.array([d_map[self._wrench_slice(k)] for k in range(self.m)]).reshape(self.m, 6),
         )
+
+    def _add_still_links(self, still: list[bool], precision: np.ndarray, rhs: np.ndarray) -> None:
+        """Rows ``J_C nu_dot = -c_C`` of the contact links held still (after :meth:`estimate`'s
+        kinematics with the ``-g`` base acceleration: ``c_C`` is the classical acceleration minus
+        ``(R_C^T (-g), 0)``)."""
+        if len(still) != self.m:
+            raise ValueError(f"expected {self.m} still flags, got {len(still)}")
+        model, data, nv = self.robot.model, self.data, self.nv
+        local = pin.ReferenceFrame.LOCAL
+        for k, fid in enumerate(self.contact_ids):
+            if not still[k]:
+                continue
+            jac = pin.getFrameJacobian(model, data, fid, local)
+            c = pin.getFrameClassicalAcceleration(model, data, fid, local).vector.copy()
+            c[:3] += data.oMf[fid].rotation.T @ GRAVITY
+            precision[:nv, :nv] += jac.T @ jac / self.covariances.model
+            rhs[:nv] -= jac.T @ c / self.covariances.model
 
     def _add_link_accelerations(self, measured: np.ndarray, precision: np.ndarray, rhs: np.ndarray) -> None:
         """Rows ``alpha_L^g = J_L nu_dot + b_L`` (eq. 12, 20) for every measured link."""

@@ -103,22 +103,40 @@ def synthetic_dynamics(
     _, v_minus = joint_trajectory(robot, programme, times - step, standing_height)
     a = (v_plus - v_minus) / (2.0 * step)
     model, data = robot.model, robot.model.createData()
+    sole_ids = [[robot.frame_id(n) for n in group] for group in SOLE_LINKS]
+    positions = np.zeros((len(times), 4, 3))
+    for k in range(len(times)):
+        pin.framesForwardKinematics(model, data, q[k])
+        positions[k] = [data.oMf[i].translation for group in sole_ids for i in group]
+    groups = [[0, 1], [2, 3]]
+    clear = [np.array([clearances[name] for name in group]) for group in SOLE_LINKS]
+    shares = load_shares(sole_heights(positions, groups, clear, 0.0), band)
+    return dynamics_of_motion(robot, times, q, v, a, shares, links)
+
+
+def dynamics_of_motion(
+    robot: RobotModel,
+    times: np.ndarray,
+    q: np.ndarray,
+    v: np.ndarray,
+    a: np.ndarray,
+    shares: np.ndarray,
+    links: Sequence[str],
+) -> DynamicsTruth:
+    """Inverse dynamics of a sampled motion ``q, v, a`` with the total external wrench split between the
+    feet by ``shares`` ``(N, 2)`` (right, left; each row sums to 1), and the proper accelerations of
+    ``links``."""
+    model, data = robot.model, robot.model.createData()
     link_ids = [robot.frame_id(n) for n in links]
     foot_ids = [robot.frame_id(n) for n in FEET]
-    sole_ids = [[robot.frame_id(n) for n in group] for group in SOLE_LINKS]
     n, nb = len(times), robot.base_dofs
-    positions = np.zeros((n, 4, 3))
     accelerations = np.zeros((n, len(links), 6))
     generalized = np.zeros((n, robot.nv))
     for k in range(n):
         pin.forwardKinematics(model, data, q[k], v[k], a[k])
         pin.updateFramePlacements(model, data)
         accelerations[k] = proper_accelerations(robot, data, link_ids)
-        positions[k] = [data.oMf[i].translation for group in sole_ids for i in group]
         generalized[k] = pin.rnea(model, data, q[k], v[k], a[k])
-    groups = [[0, 1], [2, 3]]
-    clear = [np.array([clearances[name] for name in group]) for group in SOLE_LINKS]
-    shares = load_shares(sole_heights(positions, groups, clear, 0.0), band)
     wrenches = np.zeros((n, 2, 6))
     tau = generalized[:, nb:].copy()
     for k in range(n):
@@ -133,7 +151,10 @@ def synthetic_dynamics(
             wrenches[k, f] = wrench
             jac = pin.getFrameJacobian(model, data, fid, pin.ReferenceFrame.LOCAL)
             tau[k] -= jac[:, nb:].T @ wrench
-    return DynamicsTruth(times, q, v, a, tau, FEET, wrenches, shares, list(links), accelerations)
+    return DynamicsTruth(
+        np.asarray(times, dtype=float), q, v, a, tau, FEET, wrenches, np.asarray(shares, dtype=float),
+        list(links), accelerations,
+    )  # fmt: skip
 
 
 def human_dynamics_truth(
@@ -155,3 +176,99 @@ def human_dynamics_truth(
     times = np.arange(int(round(duration * rate))) / rate
     standing = pelvis_height(Subject(height=height, mass=mass))
     return robot, synthetic_dynamics(robot, scenario, times, standing, list(XSENS_SEGMENTS), clearances)
+
+
+PLANTED_TASKS = ("double", "right", "left")
+
+
+def _planted_q(robot: RobotModel, joints: np.ndarray, foot_id: int, placement: pin.SE3) -> np.ndarray:
+    """``q`` with joint angles ``joints`` and the base that puts frame ``foot_id`` at ``placement``."""
+    model, data = robot.model, robot.model.createData()
+    q = np.concatenate((np.zeros(3), [0.0, 0.0, 0.0, 1.0], joints))
+    pin.framesForwardKinematics(model, data, q)
+    base = placement * data.oMf[foot_id].inverse()
+    q[:3], q[3:7] = base.translation, pin.Quaternion(base.rotation).coeffs()
+    return q
+
+
+def planted_motion(
+    robot: RobotModel, task: str, times: np.ndarray, placement: pin.SE3, slowdown: float = 4.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``q, v, a`` of a motion whose stance foot never moves (the seed's static tasks, sec. 4.1 Table 1):
+    ``"right"`` / ``"left"``: the walk's joint angles with that foot planted at ``placement`` (the other
+    leg swings); ``"double"``: only the sagittal leg joints of the walk, the left leg a copy of the right
+    one, so both feet stay still (a squat). The programme runs ``slowdown`` times slower than the walk
+    (a whole body swung about one ankle at walking pace would need ~2000 N m). The base twist (body frame)
+    is the central difference of the base pose (+-1e-5 s), its acceleration the central difference of the
+    twist (+-1e-3 s): forward kinematics only."""
+    if task not in PLANTED_TASKS:
+        raise ValueError(f"planted task must be one of {PLANTED_TASKS}, got {task!r}")
+    programme = PROGRAMMES["walking"]
+    foot_id = robot.frame_id("LeftFoot" if task == "left" else "RightFoot")
+    sagittal = [
+        robot.joint_index(name)
+        for name in robot.joint_names
+        if any(j in name for j in ("Hip", "Knee", "Ankle"))
+    ]
+
+    def joints(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        q, v = joint_trajectory(robot, programme, t / slowdown, 1.0)
+        s, s_dot = q[:, 7:], v[:, 6:] / slowdown
+        if task == "double":
+            for i in sagittal:
+                name = robot.joint_names[i]
+                if not name.endswith("roty"):
+                    s[:, i] = s_dot[:, i] = 0.0
+                elif name.startswith("jLeft"):
+                    j = robot.joint_index(name.replace("Left", "Right"))
+                    s[:, i], s_dot[:, i] = s[:, j], s_dot[:, j]
+        return s, s_dot
+
+    def state(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        h = 1e-5
+        s, s_dot = joints(t)
+        s_plus, s_minus = joints(t + h)[0], joints(t - h)[0]
+        q = np.array([_planted_q(robot, s[k], foot_id, placement) for k in range(len(t))])
+        v = np.zeros((len(t), robot.nv))
+        v[:, 6:] = s_dot
+        for k in range(len(t)):
+            base = pin.XYZQUATToSE3(q[k, :7])
+            plus = pin.XYZQUATToSE3(_planted_q(robot, s_plus[k], foot_id, placement)[:7])
+            minus = pin.XYZQUATToSE3(_planted_q(robot, s_minus[k], foot_id, placement)[:7])
+            v[k, :6] = (pin.log6(base.actInv(plus)).vector - pin.log6(base.actInv(minus)).vector) / (2 * h)
+        return q, v
+
+    times = np.asarray(times, dtype=float)
+    step = 1e-3
+    q, v = state(times)
+    a = (state(times + step)[1] - state(times - step)[1]) / (2.0 * step)
+    return q, v, a
+
+
+def planted_dynamics_truth(
+    task: str,
+    duration: float = 2.2,
+    rate: float = 60.0,
+    kind: str = "human66",
+    height: float = 1.75,
+    mass: float = 75.0,
+) -> tuple[RobotModel, DynamicsTruth]:
+    """Ground truth of a :func:`planted_motion` task: ``"right"`` / ``"left"``: the whole ground reaction
+    on the planted foot; ``"double"``: split between the two still feet by the known, smooth rule
+    ``w_R = 1/2 + 1/4 sin(2 pi t / T)`` (``T`` the period of the slowed programme: the weight sways side to
+    side)."""
+    from dynik_ros.models.human import XSENS_SEGMENTS
+    from dynik_ros.retarget.human import human_model, human_tpose
+
+    robot = human_model(kind, height, mass)
+    pose = human_tpose(height, mass, 0.0)
+    foot = "LeftFoot" if task == "left" else "RightFoot"
+    placement = pin.SE3(pin.rpy.rpyToMatrix(0.0, 0.0, 0.3), np.asarray(pose[foot][0], dtype=float))
+    times = np.arange(int(round(duration * rate))) / rate
+    q, v, a = planted_motion(robot, task, times, placement)
+    if task == "double":
+        right = 0.5 + 0.25 * np.sin(PROGRAMMES["walking"].omega * times / 4.0)
+    else:
+        right = np.full(len(times), 1.0 if task == "right" else 0.0)
+    shares = np.stack([right, 1.0 - right], axis=1)
+    return robot, dynamics_of_motion(robot, times, q, v, a, shares, list(XSENS_SEGMENTS))
