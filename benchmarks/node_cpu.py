@@ -1,33 +1,39 @@
-"""CPU per sample of each node on the hot path, with outputs built as messages or serialized from templates.
+"""CPU per sample of each node on the hot path, in one process and fed directly, with cProfile tables.
 
-One process, one rclpy context, real DDS (a private domain): wearable_node (synthetic Human66 walk, real
-time) -> ik_node (Human66, markers on) -> bridge_node (forward commands, all 66 joints), a probe taking the
-commands. Every callback of the three nodes is wrapped with ``time.thread_time()`` (the CPU of the thread
-running it, whatever else the machine does), summed per node and divided by the samples published; the
-process's CPU over wall time is the share of one core the whole pipeline used (DDS threads included).
+**Pipeline** (one process, one rclpy context, real DDS in a private domain, the executor ``dynik-ros run``
+uses: the EventsExecutor on Kilted, ``--executor single`` for the classic one): wearable_node (synthetic
+Human66 walk, real time) -> ik_node (Human66, markers on) -> bridge_node (forward commands, all 66 joints),
+a probe taking the commands. Every callback of the three nodes is wrapped with ``time.thread_time()``
+(the CPU of the thread running it) and ``time.perf_counter()`` (wall), summed per node and divided by the
+samples that node handled (published, received, commanded); the process's CPU time per published sample and
+over the wall time (the share of one core the whole pipeline used: callbacks, the executor, DDS threads).
 
-Two runs in one invocation, for a ratio measured on the same machine at the same moment:
+**ik_node alone**: the same link states serialized once and handed to ik_node's subscription callback in a
+loop (no executor, no subscriber), its marker timer every 8th sample (30 Hz at 240 Hz) and its diagnostics
+once a second of samples: the node's own CPU per sample, free of the executor and of DDS delivery.
 
-* ``messages``: every output built as a Python message and converted by rclpy (the code before
-  ``nodes/cdr_writer.py``; the template is still filled, a few microseconds, so this slightly overstates it);
-* ``serialized``: the template bytes published through rclpy's serialized path (what the nodes do).
+CPU time is what the targets are about, and far less sensitive to the other work on a shared machine than
+wall time (which counts the time other processes held the core): both are printed, with the load average.
+``--profile N`` adds a cProfile table (top N functions by own time) per node, from a separate pass (the
+profiler's overhead would inflate the timed figures). ``--compare-messages`` repeats the pipeline with the
+outputs built as Python messages (the code before ``nodes/cdr_writer.py``) and times the output paths alone,
+alternating in rounds, as in the issue 10 table.
 
-Then the output path alone, which a loaded machine cannot blur: each node's per-sample outputs built and
-published (a publisher with no subscriber) as messages and as serialized templates, alternating in rounds
-so that both see the same load; thread time per sample and the ratio.
-
-    python benchmarks/node_cpu.py [--quick] [--rate 240] [--duration 10]
+    python benchmarks/node_cpu.py [--quick] [--rate 240] [--duration 10] [--executor events|single]
+                                  [--profile N] [--compare-messages]
 
 Targets (issue 10): ik_node <= 1.2 ms CPU per sample at 240 Hz with markers on; the pipeline <= 40 % of
-one core. Each node's CPU is divided by the samples it handled (published, received, commanded): on a
-loaded machine ik_node takes fewer than were published. Timing on a shared machine is a report, not a
-pass/fail criterion.
+one core. Timing on a shared machine is a report, not a pass/fail criterion.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import functools
+import io
 import os
+import pstats
 import time
 from collections import defaultdict
 from typing import Any
@@ -39,15 +45,36 @@ CALLBACKS = {
 }
 
 
-def _timed(cpu: dict[str, float], node: str, function: Any) -> Any:
+def _timed(cpu: dict[str, float], wall: dict[str, float], node: str, function: Any, profile: Any) -> Any:
+    @functools.wraps(function)  # the EventsExecutor reads a timer callback's signature
     def wrapper(*args: Any) -> Any:
-        start = time.thread_time()
+        if profile is not None:
+            profile.enable()
+        start, start_wall = time.thread_time(), time.perf_counter()
         try:
             return function(*args)
         finally:
             cpu[node] += time.thread_time() - start
+            wall[node] += time.perf_counter() - start_wall
+            if profile is not None:
+                profile.disable()
 
     return wrapper
+
+
+def profile_table(profile: cProfile.Profile, count: int, samples: int) -> str:
+    """The ``count`` functions with the most own time, per sample (us), from ``profile``."""
+    stats = pstats.Stats(profile)
+    rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:count]  # type: ignore[attr-defined]
+    out = io.StringIO()
+    out.write(f"    {'own us/sample':>13s} {'cum us/sample':>13s} {'calls/sample':>12s}  function\n")
+    for (path, line, name), (_cc, calls, own, cumulative, _callers) in rows:
+        where = f"{os.path.basename(path)}:{line}({name})" if line else name
+        out.write(
+            f"    {own / samples * 1e6:13.1f} {cumulative / samples * 1e6:13.1f} "
+            f"{calls / samples:12.2f}  {where}\n"
+        )
+    return out.getvalue()
 
 
 def _message_path() -> None:
@@ -61,7 +88,16 @@ def _message_path() -> None:
         module.publish_serialized = as_message
 
 
-def run_once(mode: str, rate: float, duration: float, domain_id: int) -> dict[str, Any]:
+def run_once(
+    mode: str,
+    rate: float,
+    duration: float,
+    domain_id: int,
+    executor_kind: str = "events",
+    profile: bool = False,
+) -> dict[str, Any]:
+    """The pipeline in one process for ``duration`` s; ``mode`` is ``serialized`` (what the nodes do) or
+    ``messages``; with ``profile`` each node's callbacks run under its own cProfile profiler."""
     import rclpy
     from rclpy.context import Context
     from rclpy.executors import SingleThreadedExecutor
@@ -102,11 +138,19 @@ def run_once(mode: str, rate: float, duration: float, domain_id: int) -> dict[st
         COMMAND_QOS,
     )
     cpu: dict[str, float] = defaultdict(float)
+    wall: dict[str, float] = defaultdict(float)
+    profiles = {name: cProfile.Profile() for name in CALLBACKS} if profile else {}
     nodes = [bridge, ik, wearable]
     for node in nodes:  # before configure: the subscriptions and timers take these bound callbacks
-        for name in CALLBACKS[node.get_name()]:
-            setattr(node, name, _timed(cpu, node.get_name(), getattr(node, name)))
-    executor = SingleThreadedExecutor(context=context)
+        name = node.get_name()
+        for callback in CALLBACKS[name]:
+            setattr(node, callback, _timed(cpu, wall, name, getattr(node, callback), profiles.get(name)))
+    if executor_kind == "events":
+        from rclpy.experimental import EventsExecutor
+
+        executor: Any = EventsExecutor(context=context)
+    else:
+        executor = SingleThreadedExecutor(context=context)
     for node in [*nodes, probe]:
         executor.add_node(node)
     try:
@@ -120,9 +164,10 @@ def run_once(mode: str, rate: float, duration: float, domain_id: int) -> dict[st
         for node in nodes:
             node.trigger_activate()
         cpu.clear()
+        wall.clear()
         wall0, process0 = time.perf_counter(), time.process_time()
         spin_until(executor, probe, lambda: wearable.finished, duration + 30.0)
-        wall, process = time.perf_counter() - wall0, time.process_time() - process0
+        elapsed, process = time.perf_counter() - wall0, time.process_time() - process0
         for node in reversed(nodes):
             node.trigger_deactivate()
     finally:
@@ -143,10 +188,73 @@ def run_once(mode: str, rate: float, duration: float, domain_id: int) -> dict[st
         "samples": wearable.published,
         "ik_steps": ik.steps,
         "commands": commands[0],
+        "handled": handled,
         "per_sample_us": {name: cpu[name] / max(handled[name], 1) * 1e6 for name in CALLBACKS},
-        "core_share": process / wall,
+        "wall_per_sample_us": {name: wall[name] / max(handled[name], 1) * 1e6 for name in CALLBACKS},
+        "core_share": process / elapsed,
         "process_per_sample_us": process / max(wearable.published, 1) * 1e6,
+        "pace": wearable.published / rate / elapsed,
+        "profiles": profiles,
     }
+
+
+def ik_alone(rate: float, duration: float, domain_id: int, profile: bool = False) -> dict[str, Any]:
+    """ik_node (Human66, markers on) fed serialized link states straight into its subscription callback:
+    thread CPU and wall per sample, markers every ``rate / 30`` samples, diagnostics once per ``rate``."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.parameter import Parameter
+
+    from dynik_ros.nodes.cdr_writer import LinkStatesWriter
+    from dynik_ros.nodes.ik_node import IKNode
+    from dynik_ros.nodes.wearable_sources import SyntheticSource
+
+    warm = int(rate)  # the first second is not timed
+    source = SyntheticSource("human66", "walking", duration + 1.0, rate, 0.0, 1)
+    writer = LinkStatesWriter(source.names, "world")
+    messages = [
+        writer.serialize(
+            int(source.stamps[k]) + 10**9, source.positions[k], source.quaternions[k], source.linear[k],
+            source.angular[k],
+        )
+        for k in range(len(source))
+    ]  # fmt: skip
+    context = Context()
+    rclpy.init(args=[], context=context, domain_id=domain_id)
+    parameters = [
+        Parameter("model", value="human66"),
+        Parameter("publish_markers", value=True),
+        Parameter("max_future_stamp", value=0.0),  # stamps from the motion, not the clock
+    ]
+    node = IKNode("ik_node_alone", context=context, parameter_overrides=parameters)
+    marker_every = max(1, round(rate / node.get_parameter("marker_rate").value))
+    profiler = cProfile.Profile() if profile else None
+    try:
+        node.trigger_configure()
+        node.trigger_activate()
+        cpu = wall = 0.0
+        for k, data in enumerate(messages):
+            if k == warm and profiler is not None:
+                profiler.enable()
+            start, start_wall = time.thread_time(), time.perf_counter()
+            node._on_link_states(data)
+            if k % marker_every == 0:
+                node._on_marker_timer()
+            if k % int(rate) == 0:
+                node.publish_diagnostics()
+            if k >= warm:
+                cpu += time.thread_time() - start
+                wall += time.perf_counter() - start_wall
+        if profiler is not None:
+            profiler.disable()
+        steps = node.steps
+        node.trigger_deactivate()
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+    timed = len(messages) - warm
+    return {"samples": timed, "steps": steps, "cpu_us": cpu / timed * 1e6, "wall_us": wall / timed * 1e6,
+            "profile": profiler}  # fmt: skip
 
 
 def output_paths(rounds: int, per_round: int, domain_id: int) -> dict[str, tuple[float, float]]:
@@ -222,33 +330,70 @@ def output_paths(rounds: int, per_round: int, domain_id: int) -> dict[str, tuple
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 s per mode (CI smoke run)")
+    parser.add_argument("--quick", action="store_true", help="3 s per run (CI smoke run)")
     parser.add_argument("--rate", type=float, default=240.0)
     parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument(
+        "--executor", choices=("events", "single"), help="default: events where rclpy has it (dynik-ros run)"
+    )
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile tables, top N per node")
+    parser.add_argument(
+        "--compare-messages", action="store_true", help="also with Python messages; output paths alone"
+    )
     args = parser.parse_args(argv)
+    from dynik_ros.cli.run import events_executor_available
+
+    executor = args.executor or ("events" if events_executor_available() else "single")
     duration = 3.0 if args.quick else args.duration
     domain = int(os.environ.get("ROS_DOMAIN_ID", str(50 + os.getpid() % 50)))
-    results = [run_once(mode, args.rate, duration, domain) for mode in ("messages", "serialized")]
-    print(f"CPU per sample handled by each node (thread time, us), Human66 at {args.rate:.0f} Hz, markers on")
-    print(f"  {'node':14s} {'messages':>10s} {'serialized':>11s} {'ratio':>7s}")
+    print(
+        f"Human66 at {args.rate:.0f} Hz, markers on, {duration:g} s, {executor} executor, "
+        f"{os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f} (CPU = thread/process time; wall counts other processes too)"
+    )
+    modes = ("messages", "serialized") if args.compare_messages else ("serialized",)
+    results = [run_once(mode, args.rate, duration, domain, executor) for mode in modes]
+    alone = ik_alone(args.rate, duration, domain)
+    print("Pipeline in one process: per sample each node handled [us]")
+    compared = f" {'CPU (messages)':>15s}" if len(modes) == 2 else ""
+    print(f"  {'node':14s} {'CPU':>8s} {'wall':>8s}{compared}")
+    final = results[-1]
     for name in CALLBACKS:
-        a, b = (r["per_sample_us"][name] for r in results)
-        print(f"  {name:14s} {a:10.0f} {b:11.0f} {b / a if a else float('nan'):7.2f}")
+        extra = f" {results[0]['per_sample_us'][name]:15.0f}" if len(modes) == 2 else ""
+        cpu, wall = final["per_sample_us"][name], final["wall_per_sample_us"][name]
+        print(f"  {name:14s} {cpu:8.0f} {wall:8.0f}{extra}")
     for r in results:
         print(
-            f"  {r['mode']:10s}: {r['samples']} samples, {r['ik_steps']} IK steps, {r['commands']} commands; "
-            f"process {r['process_per_sample_us']:.0f} us/sample, {100 * r['core_share']:.0f} % of one core"
+            f"  {r['mode']:10s}: {r['samples']} samples, {r['ik_steps']} IK steps, {r['commands']} commands, "
+            f"pace {r['pace']:.2f}x real time; process CPU {r['process_per_sample_us']:.0f} us/sample = "
+            f"{100 * r['core_share']:.0f} % of one core"
         )
-    rounds, per_round = (5, 200) if args.quick else (20, 500)
-    print(f"Output path alone (thread time per sample, us; {rounds} alternating rounds of {per_round}):")
-    print(f"  {'outputs':36s} {'messages':>10s} {'serialized':>11s} {'ratio':>7s}")
-    for name, (a, b) in output_paths(rounds, per_round, domain).items():
-        print(f"  {name:36s} {a:10.1f} {b:11.1f} {b / a:7.2f}")
-    ik_us = results[1]["per_sample_us"]["ik_node"]
     print(
-        f"  targets: ik_node <= 1200 us/sample ({ik_us:.0f}: {'met' if ik_us <= 1200 else 'missed'}), "
-        f"pipeline <= 40 % of a core ({100 * results[1]['core_share']:.0f} %: "
-        f"{'met' if results[1]['core_share'] <= 0.4 else 'missed'})"
+        f"ik_node alone (fed serialized link states, markers every {round(args.rate / 30)}th sample): "
+        f"CPU {alone['cpu_us']:.0f} us/sample, wall {alone['wall_us']:.0f} us/sample, "
+        f"{alone['steps']} steps"
+    )
+    if args.compare_messages:
+        rounds, per_round = (5, 200) if args.quick else (20, 500)
+        print(f"Output path alone (thread time per sample, us; {rounds} alternating rounds of {per_round}):")
+        print(f"  {'outputs':36s} {'messages':>10s} {'serialized':>11s} {'ratio':>7s}")
+        for name, (a, b) in output_paths(rounds, per_round, domain).items():
+            print(f"  {name:36s} {a:10.1f} {b:11.1f} {b / a:7.2f}")
+    if args.profile:
+        profiled = run_once("serialized", args.rate, duration, domain, executor, profile=True)
+        for name, profile in profiled["profiles"].items():
+            handled = max(profiled["handled"][name], 1)
+            print(f"cProfile, {name} in the pipeline ({handled} samples; profiler overhead included):")
+            print(profile_table(profile, args.profile, handled), end="")
+        solo = ik_alone(args.rate, duration, domain, profile=True)
+        print(f"cProfile, ik_node alone ({solo['samples']} samples; profiler overhead included):")
+        print(profile_table(solo["profile"], args.profile, solo["samples"]), end="")
+    ik_us, share = final["per_sample_us"]["ik_node"], final["core_share"]
+    print(
+        f"  targets (CPU time): ik_node <= 1200 us/sample (pipeline {ik_us:.0f}, "
+        f"alone {alone['cpu_us']:.0f}: "
+        f"{'met' if max(ik_us, alone['cpu_us']) <= 1200 else 'missed'}), pipeline <= 40 % of a core "
+        f"({100 * share:.0f} %: {'met' if share <= 0.4 else 'missed'})"
     )
     return 0
 
