@@ -245,6 +245,114 @@ def fixed_base_section(duration: float, rate: float) -> None:
     )
 
 
+def planted_link_motion(task: str, duration: float, rate: float):
+    """The suit's view (23 links by forward kinematics) of a planted task at walking pace (the right or
+    left foot still, the walk's joint angles): ground truth for the base feed-forward from contacts."""
+    import pinocchio as pin
+
+    from dynik_ros.estimation.synthetic_dynamics import planted_motion
+    from dynik_ros.models.human import XSENS_SEGMENTS
+    from dynik_ros.motion.synthetic import Motion
+    from dynik_ros.retarget.human import human_model, human_tpose
+
+    robot = human_model("human66")
+    foot = "LeftFoot" if task == "left" else "RightFoot"
+    placement = pin.SE3(np.eye(3), np.asarray(human_tpose()[foot][0], dtype=float))
+    times = np.arange(int(round(duration * rate))) / rate
+    q, v, _ = planted_motion(robot, task, times, placement, slowdown=1.0)
+    model, data = robot.model, robot.model.createData()
+    ids = [robot.frame_id(n) for n in XSENS_SEGMENTS]
+    n, nl = len(times), len(ids)
+    pos, rot, lin, ang = (
+        np.zeros((n, nl, 3)),
+        np.zeros((n, nl, 3, 3)),
+        np.zeros((n, nl, 3)),
+        np.zeros((n, nl, 3)),
+    )
+    lwa = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+    for k in range(n):
+        pin.forwardKinematics(model, data, q[k], v[k])
+        pin.updateFramePlacements(model, data)
+        for i, fid in enumerate(ids):
+            pos[k, i], rot[k, i] = data.oMf[fid].translation, data.oMf[fid].rotation
+            twist = pin.getFrameVelocity(model, data, fid, lwa)
+            lin[k, i], ang[k, i] = twist.linear, twist.angular
+    return Motion(f"planted_{task}", rate, times, list(XSENS_SEGMENTS), pos, rot, lin, ang, q, v)
+
+
+def track_with_feed_forward(motion, source: str, rate: float, contacts=None) -> dict[str, np.ndarray]:
+    """Human66's dynamical IK tracking ``motion`` with the pelvis feed-forward from ``source``; per sample
+    the base position error and the joint-angle RMSE against the truth, and the contact flags used
+    (``contacts`` ``(N, 2)``: given, e.g. by the shoes; default: the kinematic rule on the suit's feet)."""
+    from dynik_ros.core.dynamical_ik import DynamicalIK
+    from dynik_ros.estimation.base_feedforward import BaseFeedForward
+    from dynik_ros.models.assets import human_tracking_targets
+    from dynik_ros.retarget.human import human_model
+
+    robot, targets = human_model("human66"), human_tracking_targets()
+    feed_forward = BaseFeedForward.for_human(robot, targets, source)
+    ik = DynamicalIK(robot, targets, q0=motion.q[0])
+    base, joints, flags = [], [], []
+    for k, m in enumerate(motion.measurements(targets)):
+        poses, twists = motion.link_sample(k)
+        flag = feed_forward.contacts_from_links(poses, twists) if contacts is None else contacts[k]
+        q, _ = ik.step(feed_forward.apply(m, ik.q, flag, ik.joint_velocities), 1.0 / rate)
+        base.append(np.linalg.norm(q[:3] - motion.q[k, :3]))
+        joints.append(rms(q[7:] - motion.q[k, 7:]))
+        flags.append(flag)
+    return {"base": np.array(base), "joints": np.array(joints), "contacts": np.array(flags)}
+
+
+def feed_forward_section(duration: float, rate: float, plot_path: Path | None = None) -> None:
+    """The IK's pelvis feed-forward from the suit, from the feet in contact (eq. 8-10) or none, on the
+    synthetic walk (its feet slide) and the planted task T2 at walking pace (the right foot still)."""
+    from dynik_ros.retarget.human import synthetic_human_motion
+
+    planted = planted_link_motion("right", duration, rate)
+    motions = {  # contacts: the kinematic rule on the suit's feet; the planted task's from its truth
+        "synthetic walk": (synthetic_human_motion("walking", duration, rate), None),
+        "planted walk angles (right foot still)": (planted, np.tile([True, False], (len(planted.times), 1))),
+    }
+    settle = int(round(0.5 * rate))
+    print(f"\nIK base feed-forward (base_velocity_source), Human66 tracking {duration:g} s at {rate:g} Hz, "
+          f"errors after 0.5 s against the forward-kinematics truth:")  # fmt: skip
+    results = {}
+    for label, (motion, contacts) in motions.items():
+        for source in ("suit", "contacts", "none"):
+            r = track_with_feed_forward(motion, source, rate, contacts)
+            results[label, source] = r
+            base = 1e3 * r["base"][settle:]
+            print(f"  {label:40s} {source:8s}: base position error mean {base.mean():6.1f} "
+                  f"mm, max {base.max():6.1f} mm; joint RMSE "
+                  f"{np.degrees(r['joints'][settle:].mean()):.2f} deg; a foot in contact on "
+                  f"{100 * r['contacts'].any(axis=1).mean():.0f} % of samples")  # fmt: skip
+    if plot_path is None:
+        return
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not available: no plot")
+        return
+    fig, axes = plt.subplots(len(motions), 1, figsize=(8, 6), sharex=True)
+    for ax, (label, (motion, _)) in zip(axes, motions.items(), strict=True):
+        for source, style in (("suit", "k"), ("contacts", "b"), ("none", "r")):
+            ax.plot(motion.times, 1e3 * results[label, source]["base"], style, label=source)
+        ax.set_title(label, fontsize=9)
+        ax.set_ylabel("base position error [mm]")
+    axes[0].legend(title="base_velocity_source", fontsize=8)
+    axes[-1].set_xlabel("t [s]")
+    fig.suptitle(
+        "Human66 dynamical IK: pelvis feed-forward from the suit, the feet in contact (eq. 8-10), none"
+    )
+    fig.tight_layout()
+    plot_path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(plot_path, dpi=100)
+    print(f"wrote {plot_path}")
+
+
 def contact_section(duration: float, rate: float) -> None:
     robot, truth = human_dynamics_truth("walking", duration, rate)
     fz = truth.vertical_forces(robot)
@@ -304,6 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=11.0, help="walk duration [s] (default 11)")
     parser.add_argument("--rate", type=float, default=60.0, help="suit rate [Hz] (default 60)")
     parser.add_argument("--plot", type=Path, help="write the Fig. 10-style PNG here")
+    parser.add_argument(
+        "--plot-feed-forward", type=Path, help="write the IK base feed-forward comparison PNG here"
+    )
     args = parser.parse_args(argv)
     if os.environ.get("OPENBLAS_NUM_THREADS") != "1" and argv is None:
         # "on one core" (issue 13's target): a multi-threaded BLAS on a loaded machine costs 10x at p99
@@ -319,6 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     pipeline_section(duration, args.rate)
     fixed_base_section(1.1 if args.quick else 4.4, 30.0 if args.quick else args.rate)
     base_velocity_section(duration, args.rate)
+    feed_forward_section(1.1 if args.quick else 4.4, args.rate, args.plot_feed_forward)
     contact_section(duration, args.rate)
     if args.plot:
         plot(args.plot, robot, truth, tau, args.rate)

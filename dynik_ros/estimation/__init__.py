@@ -2,6 +2,7 @@
 Floating-Base Estimation of Human Kinematics and Joint Torques*, Sensors 19:2794). ROS-free.
 
 * :mod:`.base_velocity` -- the base twist that keeps the feet in contact still (eq. 7-10).
+* :mod:`.base_feedforward` -- that twist as the dynamical IK's pelvis feed-forward (``base_velocity_source``).
 * :mod:`.contact_classification` -- Algorithm 1 (offline), an online variant, the kinematic fallback.
 * :mod:`.kinematic_contact` -- foot contact from sole height and speed with hysteresis (shared with the
   retargeter's :class:`~dynik_ros.retarget.scaling.FootContact`).

@@ -98,6 +98,7 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
         self.ik: DynamicalIK | None = None
         self.retargeter = None
         self._evaluator: TrackingEvaluator | None = None
+        self._base_feed_forward = None
         self._entities = []
         self._pub_js = self._pub_odom = self._pub_markers = self._pub_diag = self._pub_tf = None
         self._pub_target = None
@@ -168,6 +169,7 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
         except KeyError as exc:
             raise ConfigError("base_frame", str(exc)) from None
         self.base_frame = base
+        self._base_feed_forward = self._make_base_feed_forward(p["base_velocity_source"])
         self._evaluator = TrackingEvaluator(self.robot, self.targets)
         self._prepare_markers()
 
@@ -364,7 +366,7 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
             if reason == "rebased":  # the world moved under the person: keep the posture, move the base
                 self._rebase_world()
         try:
-            measurements = self._measurements(links)
+            measurements = self._with_base_feed_forward(self._measurements(links), links)
             if self._last_ns is None:
                 self._initialize(links)
                 q, v = self.ik.q, np.zeros(self.robot.nv)
@@ -434,6 +436,29 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
                 self.retargeter.reset()  # world alignment from this first sample
             return self.retargeter.measurements(poses, twists, time=(links.stamp_ns - self._first_ns) * 1e-9)
         return self.targets.measurements_from_links(poses, twists)
+
+    def _make_base_feed_forward(self, source: str) -> Any:
+        """``base_velocity_source`` (estimation/base_feedforward.py): the human model's feet and the
+        kinematic contact rule on the suit's feet, or the robot's feet and the retargeter's contact."""
+        from dynik_ros.estimation.base_feedforward import BaseFeedForward
+
+        try:
+            if self.retargeter is None:
+                return BaseFeedForward.for_human(self.robot, self.targets, source)
+            feet = [foot.frame for foot in self.retargeter.config.feet]
+            return BaseFeedForward(self.robot, self.targets, source, feet)
+        except (KeyError, ValueError) as exc:
+            raise ConfigError("base_velocity_source", str(exc)) from None
+
+    def _with_base_feed_forward(self, measurements: Measurements, links: LinkStates) -> Measurements:
+        feed_forward = self._base_feed_forward
+        if feed_forward is None or feed_forward.source == "suit":
+            return measurements
+        if self.retargeter is not None:
+            contacts = list(self.retargeter.contact.in_contact)
+        else:
+            contacts = feed_forward.contacts_from_links(links.poses(), links.twists())
+        return feed_forward.apply(measurements, self.ik.q, contacts, self.ik.joint_velocities)
 
     def _rebase_world(self) -> None:
         """A confirmed teleport of every link (the person re-registered, the world origin moved): the

@@ -76,6 +76,14 @@ IK_PARAMS = (
         "Subscribe to /human/link_states reliable (needs a reliable publisher: wearable_node "
         "link_states_reliable; dynik-ros run --processes sets both offline: no sample of a replay is lost).",
     ),
+    ParamSpec(
+        "base_velocity_source",
+        "suit",
+        "Velocity feed-forward of the targets on the floating base (the pelvis): 'suit' (as measured), "
+        "'contacts' (the twist that keeps the feet in contact still, eq. 8-10 of the floating-base "
+        "seed: for a suit without pelvis velocity; estimation/base_feedforward.py), 'none'.",
+        choices=("suit", "contacts", "none"),
+    ),
     ParamSpec("use_base_odom", False, "Take the base pose from /robot/base_odom instead of estimating it."),
     ParamSpec(
         "base_odom_extrapolate",
