@@ -283,3 +283,34 @@ def test_the_pacer_keeps_real_time_in_bounded_chunks_and_drops_a_larger_debt():
     assert fast.steps(0.01, 0.0) == 20
     free = Pacer(timestep=0.002, real_time_factor=0.0, max_chunk=0.05)
     assert free.steps(0.0, 0.0) == 25 and free.steps(0.0, 1.0) == 25  # as fast as asked, chunk by chunk
+
+
+@pytest.mark.parametrize("mocap_rate", [750.0, 100.0])
+def test_mocap_captures_and_state_publications_share_their_sim_time_grid(mocap_rate):
+    """Both schedules are anchored at sim time 0, whichever step the session starts at: a 750 Hz mocap
+    and 100 Hz states meet at least every 40 ms (30 captures, 4 states; steps rounding k / 750 up give
+    more), equal rates at every publication."""
+    from dynik_ros.sim.mocap import MocapConfig, MocapSimulator
+    from dynik_ros.sim.session import SimSession
+
+    sim = _g1()
+    sim.step(7)  # start off the grid
+    mocap = MocapSimulator(
+        MocapConfig(
+            rate=mocap_rate, dropout_fraction=0.0, outlier_fraction=0.0, latency_min=0.0, latency_max=0.0
+        )
+    )
+    session = SimSession(sim, 0.01, mocap)
+    states: list[float] = []
+    captures: list[float] = []
+    session.advance(400, states.append, lambda s: captures.append(s.stamp))
+    states_r = {round(t, 6) for t in states[1:]}  # after the first step (both start there)
+    captures_r = {round(t, 6) for t in captures[1:]}
+    common = sorted(states_r & captures_r)
+    period = 0.04 if mocap_rate == 750.0 else 0.01
+    grid = {round(k * period, 6) for k in range(1, 100) if 0.008 < k * period <= sim.time + 1e-9}
+    if mocap_rate == 750.0:
+        assert grid <= set(common), sorted(grid - set(common))[:5]
+    else:
+        assert set(common) == grid == states_r, (common[:5], sorted(grid)[:5])
+    assert all(abs(t * 100 - round(t * 100)) < 1e-6 for t in states[1:])  # states on multiples of 10 ms

@@ -175,19 +175,21 @@ def test_the_bridge_ramp_starts_from_the_simulated_joint_states(h):
 
 def test_mocap_sees_the_true_base_through_the_camera_transform(h):
     """Noise-free mocap: every rigid-body pose is T_cw T_wb T_bm of the true base pose published at
-    the same sim instant; with the RH5 defaults poses arrive stamped in order, in the mocap frame."""
+    the same sim instant (mocap and /sim/base_pose_true on one 100 Hz sim-time grid, both reliable, so
+    every capture has its truth); poses arrive stamped in order, in the mocap frame."""
     from geometry_msgs.msg import PoseStamped
     from scipy.spatial.transform import Rotation
-
-    from dynik_ros.nodes.common import SENSOR_QOS
 
     camera = [1.0, -2.0, 0.5, 5.0, -10.0, 40.0]
     marker = [0.05, 0.0, 0.12, 0.0, 20.0, 0.0]
     truth = h.collect(PoseStamped, "/sim/base_pose_true")
-    seen = h.collect(PoseStamped, "/mocap/rigid_body", SENSOR_QOS)
+    seen = h.collect(PoseStamped, "/mocap/rigid_body")
     _active(
         h,
         publish_clock=True,
+        publish_rate=100.0,
+        mocap_rate=100.0,
+        mocap_reliable=True,
         mocap_position_noise=0.0,
         mocap_rotation_noise=0.0,
         mocap_dropout_fraction=0.0,
@@ -204,7 +206,7 @@ def test_mocap_sees_the_true_base_through_the_camera_transform(h):
             if round(_seconds(m.header.stamp), 6) in by_stamp
         ]
 
-    assert h.spin_until(lambda: len(matched()) >= 5, timeout=60.0)
+    assert h.spin_until(lambda: len(matched()) >= 5, timeout=120.0), (len(truth), len(seen))
 
     def homogeneous(xyz, rotation) -> np.ndarray:
         t = np.eye(4)

@@ -105,6 +105,11 @@ class SimNode(DynikLifecycleNode):
         ParamSpec("world_frame", "world", "Frame of /sim/base_pose_true."),
         ParamSpec("mocap", True, "Simulate the mocap rigid body."),
         ParamSpec("mocap_topic", "/mocap/rigid_body", "Mocap rigid-body topic (PoseStamped)."),
+        ParamSpec(
+            "mocap_reliable",
+            False,
+            "Publish the mocap poses reliably (default best effort, like a mocap driver's sensor stream).",
+        ),
         ParamSpec("mocap_frame", "mocap", "Frame id of the mocap poses (the camera frame)."),
         ParamSpec("mocap_body", "", "Link carrying the rigid body ('' = the base link)."),
         ParamSpec("mocap_rate", 750.0, "Mocap rate [Hz] (RH5: 750).", low=1.0, high=5000.0),
@@ -231,7 +236,11 @@ class SimNode(DynikLifecycleNode):
             "diagnostics": (DiagnosticArray, "/diagnostics", RELIABLE_QOS),
         }
         if mocap is not None:
-            pubs["mocap"] = (PoseStamped, p["mocap_topic"], SENSOR_QOS)
+            pubs["mocap"] = (
+                PoseStamped,
+                p["mocap_topic"],
+                RELIABLE_QOS if p["mocap_reliable"] else SENSOR_QOS,
+            )
         if p["publish_clock"]:
             pubs["clock"] = (ClockMsg, "/clock", RELIABLE_QOS)
         self._pubs = {k: self.create_lifecycle_publisher(t, n, q) for k, (t, n, q) in pubs.items()}

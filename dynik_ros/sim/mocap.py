@@ -17,8 +17,9 @@ the latency drawn uniformly in ``[latency_min, latency_max]`` (deliveries keep t
 * outliers: a fraction ``outlier_fraction`` of the delivered captures is displaced by a random
   ``outlier_distance`` range [m] and turned by up to ``outlier_angle`` [rad] (a mislabelled marker).
 
-Captures happen at the physics step at or after each ``k / rate``; the stamp is that step's time, the
-instant the reported pose was true.
+Captures happen at the physics step at or after each ``k / rate`` of sim time (``k`` integer: the grid
+is anchored at sim time 0, so two streams at commensurate rates share their common instants whenever
+they start); the stamp is that step's time, the instant the reported pose was true.
 """
 
 from __future__ import annotations
@@ -199,10 +200,8 @@ class MocapSimulator:
         if not self.due(t):
             return
         c, rng = self.config, self.rng
-        if self._next_capture is None:
-            self._next_capture = t
-        while self._next_capture <= t + 1e-9:
-            self._next_capture += self.period
+        k = math.floor(t * self.config.rate + 1e-6) + 1  # the next grid instant k / rate after t
+        self._next_capture = k / self.config.rate
         self.captures += 1
         u_occlusion, u_outlier, u_latency, position_noise, rotation_noise = self._draws()
         if self._occluded:

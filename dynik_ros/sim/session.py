@@ -11,10 +11,16 @@ delivered mocap sample.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from dynik_ros.sim.mocap import MocapSample, MocapSimulator
+
+
+def next_grid_time(t: float, period: float) -> float:
+    """The first multiple of ``period`` after ``t`` (instants within 1 us of ``t`` count as reached)."""
+    return (math.floor(t / period + 1e-6) + 1) * period
 
 
 @dataclass
@@ -85,6 +91,6 @@ class SimSession:
                     for sample in mocap.deliver(t):
                         on_mocap(sample)
             if t >= self._next_publish - 1e-9:
-                self._next_publish = max(self._next_publish + self.publish_period, t)
+                self._next_publish = next_grid_time(t, self.publish_period)
                 if on_state is not None:
                     on_state(t)
