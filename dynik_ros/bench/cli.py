@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.objectives or args.quick:
         from dynik_ros.bench.objectives import format_costs, singularity_table, step_costs
 
-        print("objectives: cost per step on the G1 walk at 240 Hz, variants interleaved in one run")
+        print("objectives: CPU time per step on the G1 walk at 240 Hz, variants interleaved in one run")
         print(format_costs(step_costs(duration=1.5 if args.quick else 6.0, rate=240.0)))
         print("singularity (pan-tilt shoulder passing 5 mm from its singular pose, 240 Hz):")
         print(singularity_table())

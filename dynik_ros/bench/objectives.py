@@ -1,11 +1,16 @@
 """Cost per step of the second seed's objectives (``dynik-bench --objectives``): the same retargeted G1 walk
 tracked by the plain step and by steps with each extra objective on, interleaved sample by sample in one run
-so that a loaded machine slows every variant alike (the ratio is what to read)."""
+so that a loaded machine slows every variant alike (the ratio is what to read). Each step is timed in CPU
+time of the calling thread (``time.thread_time``: BLAS is single-threaded, see ``dynik_ros/__init__``), far
+less sensitive to the machine's load than wall-clock time; the p50 and the mean are both reported, and the
+steps that also ran the branch-recovery shadow (``core/branch_recovery.py``: a second IK step while a
+trial runs) are counted."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -56,6 +61,13 @@ def objective_variants() -> dict[str, tuple[DynamicalIKConfig, Extend]]:
             ),
             with_support,
         ),
+        "com+regularizers": (
+            DynamicalIKConfig(
+                balance=BalanceConfig(enabled=True, com_weight=(1.0, 1.0, 0.0)),
+                regularizers=RegularizerConfig(0.01, velocity_weight=1.0, velocity_threshold=4.0),
+            ),
+            with_com,
+        ),
         "state regularizer": (DynamicalIKConfig(regularizers=RegularizerConfig(state_weight=0.01)), plain),
         "velocity regularizer": (
             DynamicalIKConfig(regularizers=RegularizerConfig(velocity_weight=1.0, velocity_threshold=4.0)),
@@ -73,11 +85,23 @@ def objective_variants() -> dict[str, tuple[DynamicalIKConfig, Extend]]:
     }
 
 
-def step_costs(
-    duration: float = 4.0, rate: float = 240.0, repeats: int = 1
-) -> list[tuple[str, float, float]]:
-    """``(variant, p50 us, ratio to plain)`` on the synthetic walk retargeted to G1 at ``rate`` Hz (the
-    retargeter's targets and foot contacts)."""
+@dataclass(frozen=True)
+class StepCost:
+    """CPU time per step of one variant: p50 and mean [us], their ratios to the plain step, and how many
+    steps also stepped the branch-recovery shadow."""
+
+    name: str
+    p50: float
+    mean: float
+    p50_ratio: float
+    mean_ratio: float
+    shadow_steps: int
+    steps: int
+
+
+def step_costs(duration: float = 4.0, rate: float = 240.0, repeats: int = 1) -> list[StepCost]:
+    """CPU time per step of every variant on the synthetic walk retargeted to G1 at ``rate`` Hz (the
+    retargeter's targets and foot contacts), variants interleaved sample by sample."""
     from dynik_ros.retarget.human import synthetic_human_motion
     from dynik_ros.retarget.retargeter import Retargeter
 
@@ -93,17 +117,32 @@ def step_costs(
         for name, (_, extend) in variants.items()
     }
     times: dict[str, list[float]] = {name: [] for name in variants}
+    shadow = dict.fromkeys(variants, 0)
     dt = 1.0 / rate
+    clock = time.thread_time
     for _ in range(repeats):
         for ik in solvers.values():
             ik.reset(q0)
         for k in range(len(measurements)):
             for name, ik in solvers.items():
-                start = time.perf_counter()
+                running = ik.recovery.state != ik.recovery.IDLE
+                start = clock()
                 ik.step(samples[name][k], dt)
-                times[name].append(time.perf_counter() - start)
-    base = float(np.median(times["plain"]))
-    return [(name, 1e6 * float(np.median(t)), float(np.median(t)) / base) for name, t in times.items()]
+                times[name].append(clock() - start)
+                shadow[name] += running or ik.recovery.state != ik.recovery.IDLE
+    base_p50, base_mean = float(np.median(times["plain"])), float(np.mean(times["plain"]))
+    return [
+        StepCost(
+            name,
+            1e6 * float(np.median(t)),
+            1e6 * float(np.mean(t)),
+            float(np.median(t)) / base_p50,
+            float(np.mean(t)) / base_mean,
+            shadow[name],
+            len(t),
+        )
+        for name, t in times.items()
+    ]
 
 
 def singularity_table(weight: float = 1.0, threshold: float = 4.0) -> str:
@@ -121,7 +160,14 @@ def singularity_table(weight: float = 1.0, threshold: float = 4.0) -> str:
     )
 
 
-def format_costs(rows: list[tuple[str, float, float]]) -> str:
-    lines = [f"  {'variant':<22} {'p50 [us]':>9} {'x plain':>8}"]
-    lines += [f"  {name:<22} {p50:9.0f} {ratio:8.2f}" for name, p50, ratio in rows]
+def format_costs(rows: list[StepCost]) -> str:
+    lines = [
+        f"  {'variant':<22} {'p50 [us]':>9} {'x plain':>8} {'mean [us]':>10} {'x plain':>8}"
+        f" {'shadow steps':>13}"
+    ]
+    lines += [
+        f"  {r.name:<22} {r.p50:9.0f} {r.p50_ratio:8.2f} {r.mean:10.0f} {r.mean_ratio:8.2f} "
+        f"{r.shadow_steps:6d} / {r.steps}"
+        for r in rows
+    ]
     return "\n".join(lines)

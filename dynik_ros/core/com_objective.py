@@ -144,6 +144,7 @@ class ComObjective:
         self.robot = robot
         self.config = config
         self.weights = np.asarray(config.com_weight, dtype=float)
+        self._squared_weights = (self.weights**2)[:, None]
         self._frames = [robot.frame_id(s.frame) for s in config.support]
         self._points = [np.asarray(s.points, dtype=float) for s in config.support]
         self.n_rows = sum(len(p) for p in self._points) if config.hard_support else 0
@@ -187,6 +188,18 @@ class ComObjective:
         self._halfplanes = halfplanes(self.hull, self.config.margin)
         self._key = (on, poses)
 
+    def update_jacobian(self, model: pin.Model, data: pin.Data, base_position: np.ndarray) -> None:
+        """``J_com`` in mixed velocity and ``c(q_pred)`` from ``data`` holding the step's joint Jacobians
+        (``computeJointJacobians``); the support rows use both."""
+        j_pin = pin.jacobianCenterOfMass(model, data, False)
+        self.com_predicted = data.com[0].copy()
+        jac = self._jacobian
+        nb = self.robot.base_dofs
+        jac[:, nb:] = j_pin[:, nb:]
+        if nb:
+            dx, dy, dz = (self.com_predicted - base_position).tolist()
+            jac[:, 3:6] = ((0.0, dz, -dy), (-dz, 0.0, dx), (dy, -dx, 0.0))
+
     def cost(
         self,
         model: pin.Model,
@@ -199,20 +212,14 @@ class ComObjective:
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(H, g)`` of ``1/2 |W (J_com nu - v*_com)|^2`` with ``data`` holding the step's joint
         Jacobians (``computeJointJacobians``); also keeps ``c`` there (``c(q_pred)``) for the support rows."""
-        j_pin = pin.jacobianCenterOfMass(model, data, False)
-        self.com_predicted = data.com[0].copy()
+        self.update_jacobian(model, data, base_position)
         jac = self._jacobian
-        nb = self.robot.base_dofs
-        jac[:, nb:] = j_pin[:, nb:]
-        if nb:
-            d = self.com_predicted - base_position
-            jac[:, 3:6] = np.array(((0.0, d[2], -d[1]), (-d[2], 0.0, d[0]), (d[1], -d[0], 0.0)))
         target = np.zeros(3) if com_velocity is None else np.asarray(com_velocity, dtype=float)
         target = target + gain * (np.asarray(com_target, dtype=float) - self.com)
         speed = float(np.linalg.norm(target))
         if speed > max_speed:
             target *= max_speed / speed
-        weighted = jac * (self.weights**2)[:, None]
+        weighted = jac * self._squared_weights
         return jac.T @ weighted, -(weighted.T @ target)
 
     def step_cost(
@@ -230,7 +237,7 @@ class ComObjective:
         residual compares ``q_{k-1}`` with (the residual timing), ``measurements`` gives the feed-forward.
         The CoM Jacobian is updated either way (the support rows use it)."""
         if reference.com_position is None:
-            self.cost(model, data, base_position, self.com, None, 0.0, 1.0)
+            self.update_jacobian(model, data, base_position)
             return None
         gain = min(self.config.com_gain, max_gain_dt / dt)
         return self.cost(

@@ -108,15 +108,15 @@ class ExtraTerms:
             if not solution.solved:
                 break
             previous_active = regularizers.last_active
-            extra = self._with_regularizers(kinematics, w0, carried, w0 * solution.nu + carried)
-            if not (regularizers.last_active or previous_active):
-                break
+            m = w0 * solution.nu + carried
+            if not (regularizers.any_active(kinematics.data, m) or previous_active):
+                break  # checked without building the cost (the common case)
             if w0 != 1.0:
                 ik.integrate_this_step_by_euler()
                 ik._velocity_bounds(dt)  # the bounds are written in place: solve() reads the new ones
                 w0, carried = 1.0, ik._carried_velocity
-                extra = self._with_regularizers(kinematics, w0, carried, solution.nu)
-            again = solve(extra)
+                m = solution.nu  # the model about the solution's velocity, now integrated by Euler
+            again = solve(self._with_regularizers(kinematics, w0, carried, m))
             change = np.abs(again.nu - solution.nu).max()
             solution = again
             if change <= 1e-6 * (1.0 + np.abs(solution.nu).max()):

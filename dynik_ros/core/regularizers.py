@@ -89,25 +89,40 @@ class Regularizers:
             self._angular[:, 3:6] = np.eye(3)
         self.last_active = 0  # bodies above the threshold in the last step
 
+    def body_speeds(self, data: pin.Data, m0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(omega_i, |omega_i|)`` of every body at the mean velocity ``m0``, ``data`` holding the step's
+        joint Jacobians; sets ``last_active`` (bodies above the threshold)."""
+        angular = self._angular
+        nb = self.robot.base_dofs
+        angular[:, nb:] = data.J[3:, nb:]  # world angular velocity of each joint column
+        omegas = (self.support * m0) @ angular.T  # (bodies, 3)
+        speeds = np.sqrt(np.einsum("ij,ij->i", omegas, omegas))
+        self.last_active = int(np.count_nonzero(speeds > self.config.velocity_threshold))
+        return omegas, speeds
+
+    def any_active(self, data: pin.Data, m0: np.ndarray) -> bool:
+        """Whether a body turns faster than the threshold at ``m0`` (no cost built; sets ``last_active``)."""
+        if self.config.velocity_weight <= 0:
+            self.last_active = 0
+            return False
+        self.body_speeds(data, m0)
+        return bool(self.last_active)
+
     def cost(self, data: pin.Data, w0: float, carried: np.ndarray, m0: np.ndarray):
         """``(H, g)`` on ``nu_k`` with ``data`` holding the step's joint Jacobians; ``carried`` is the part
         of the step's mean velocity known before the QP (``m = w0 nu_k + carried``), ``m0`` the expansion
-        point of the velocity regularizer's model (a mean velocity)."""
+        point of the velocity regularizer's model (a mean velocity). With no body above the threshold the
+        state term alone is the diagonal ``w_state I`` (built without the dense products)."""
         config, nv = self.config, self.robot.nv
-        hessian_m = np.zeros((nv, nv))
-        gradient_m = np.zeros(nv)
         self.last_active = 0
+        state = config.state_weight
         if config.velocity_weight > 0:
-            nb = self.robot.base_dofs
-            angular = self._angular
-            angular[:, nb:] = data.J[3:, nb:]  # world angular velocity of each joint column
-            omegas = (self.support * m0) @ angular.T  # (bodies, 3)
-            speeds = np.sqrt(np.einsum("ij,ij->i", omegas, omegas))
-            threshold = config.velocity_threshold
-            active = speeds > threshold
-            self.last_active = int(active.sum())
+            omegas, speeds = self.body_speeds(data, m0)
             if self.last_active:
+                threshold = config.velocity_threshold
+                active = speeds > threshold
                 w = config.velocity_weight
+                angular = self._angular
                 s = self.support[active]
                 speed = speeds[active]
                 g = ((omegas[active] / speed[:, None]) @ angular) * s  # rows g_i = J_i^T e_i
@@ -116,6 +131,9 @@ class Regularizers:
                 hessian_m = 2 * w * (rank_one.T @ g + gram * (s.T @ ((1.0 - threshold / speed)[:, None] * s)))
                 # Newton model about m0: gradient at m0 minus the Hessian's pull back to m0
                 gradient_m = 2 * w * (g.T @ (speed - threshold)) - hessian_m @ m0
-        if config.state_weight > 0:
-            hessian_m[np.diag_indices(nv)] += config.state_weight
-        return w0 * w0 * hessian_m, w0 * (hessian_m @ carried + gradient_m)
+                if state > 0:
+                    hessian_m[np.diag_indices(nv)] += state
+                return w0 * w0 * hessian_m, w0 * (hessian_m @ carried + gradient_m)
+        hessian = np.zeros((nv, nv))  # the state term alone: w_state I (or nothing)
+        hessian[np.diag_indices(nv)] = w0 * w0 * state
+        return hessian, w0 * (state * carried)
