@@ -278,6 +278,16 @@ def print_report(title: str, r: dict[str, Any], unit: str) -> bool:
     return ok
 
 
+def _write_json(path: str | None, r: dict[str, Any], seed: int, fuzzer: str) -> None:
+    if path:
+        import json
+
+        from fuzz_record import to_record
+
+        with open(path, "w") as f:
+            json.dump(to_record(r, seed, fuzzer), f)
+
+
 # ----------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -289,12 +299,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--kinds", help="comma-separated mutation kinds (default: all)")
     parser.add_argument("--skip-kinds", default="", help="comma-separated mutation kinds not to send")
+    parser.add_argument(
+        "--json", metavar="PATH", help="also write the results as JSON (one fuzzer per run; fuzz_campaign.py)"
+    )
     args = parser.parse_args(argv)
     skip = set(args.skip_kinds.split(",")) - {""}
     if skip:
         print(f"not sending {sorted(skip)} (--skip-kinds)")
     n_links = args.link_states if args.link_states is not None else (2000 if args.quick else 100_000)
     n_datagrams = args.datagrams if args.datagrams is not None else (2000 if args.quick else 100_000)
+    if args.json and n_links and n_datagrams:
+        parser.error("--json takes one fuzzer per run: give --link-states 0 or --datagrams 0")
     domain = int(os.environ["ROS_DOMAIN_ID"]) if os.environ.get("ROS_DOMAIN_ID") else None
     ok = True
     if n_links:
@@ -303,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         if kinds:
             r = fuzz_link_states(n_links, args.seed, domain, kinds, progress=not args.quick)
             ok &= print_report("link states", r, "messages")
+            _write_json(args.json, r, args.seed, "link_states")
     if n_datagrams:
         from fuzz_datagrams import DATAGRAM_KINDS, fuzz_datagrams
 
@@ -311,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         if kinds:
             r = fuzz_datagrams(n_datagrams, args.seed, domain, kinds, progress=not args.quick)
             ok &= print_report("MVN datagrams", r, "datagrams")
+            _write_json(args.json, r, args.seed, "datagrams")
     return 0 if ok else 1
 
 

@@ -326,6 +326,51 @@ def test_duration_histogram_and_orientation_error():
     )
 
 
+def _fake_run(seed: int, recoveries: dict, breach: bool) -> dict:
+    """A fuzz run's results dict (the shape fuzz_link_states returns) with known recoveries."""
+    tracker = RecoveryTracker(2e-5)
+    t = 0
+    for kind, times_ms in recoveries.items():
+        for ms in times_ms:
+            tracker.bad(t, kind)
+            tracker.clean(t + int(ms * 1e6), 1e-5)  # recovered after ms
+            t += 10 * NS
+    checks = WireChecks(np.full(2, -1.0), np.full(2, 1.0), np.full(2, 1.0))
+    checks.joint_state(0, np.zeros(2))
+    if breach:
+        checks.joint_state(1, np.array([np.nan, 0.0]))
+    return {
+        "mutated": 100, "clean": 300, "sent": {k: len(v) for k, v in recoveries.items()},
+        "refused": {"nan": 3}, "crash_count": 0, "nodes_active": True, "crashes": [], "seconds": 2.0,
+        "baseline": 1e-5, "threshold": 2e-5, "tracker": tracker, "checks": checks, "resets": 0,
+        "lost_on_the_way": 0, "rebased": 1, "held_steps": 0,
+    }  # fmt: skip
+
+
+def test_a_campaign_merges_its_chunks_without_losing_a_breach(monkeypatch):
+    """fuzz_campaign's merge: counts add up, recovery histograms merge exactly (p50/max of all chunks),
+    and one chunk's breach fails the merged report."""
+    import json
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from fuzz_inputs import print_report
+    from fuzz_record import merge, to_record
+
+    a = json.loads(json.dumps(to_record(_fake_run(1, {"nan": [5, 7], "teleport": [900]}, False), 1, "x")))
+    b = json.loads(json.dumps(to_record(_fake_run(2, {"nan": [3], "teleport": [1200]}, False), 2, "x")))
+    merged = merge([a, b])
+    assert merged["mutated"] == 200 and merged["clean"] == 600 and merged["refused"] == {"nan": 6}
+    tracker = merged["tracker"]
+    assert tracker.bursts == {"nan": 3, "teleport": 2}
+    assert tracker.times["nan"].percentile(50) == 6 and tracker.times["teleport"].max_ms == 1200
+    assert tracker.unrecovered == {"teleport": 1}  # the 1.2 s recovery of chunk 2
+    assert not print_report("merged", merged, "messages")
+    healthy = merge([a, a])
+    assert print_report("healthy", healthy, "messages")
+    broken = merge([a, to_record(_fake_run(3, {"nan": [4]}, True), 3, "x")])
+    assert broken["checks"].breaches and not print_report("broken", broken, "messages")
+
+
 # ----------------------------------------------------------------------------- end to end (real nodes)
 @pytest.fixture()
 def fuzz(private_domain, monkeypatch):
