@@ -80,11 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     args.directory.mkdir(parents=True, exist_ok=True)
     failed = 0
     if not args.report:
-        for fuzzer, total in (("link_states", args.link_states), ("datagrams", args.datagrams)):
-            chunks = math.ceil(total / args.chunk)
-            for i in range(chunks):
+        plan = {
+            "link_states": math.ceil(args.link_states / args.chunk),
+            "datagrams": math.ceil(args.datagrams / args.chunk),
+        }
+        for i in range(max(plan.values())):  # the two fuzzers alternate: both advance when it is stopped
+            for fuzzer, chunks in plan.items():
                 seed = args.seed + i
-                if chunk_path(args.directory, fuzzer, seed, args.chunk).exists():
+                if i >= chunks or chunk_path(args.directory, fuzzer, seed, args.chunk).exists():
                     continue
                 started = time.monotonic()
                 rc = run_chunk(args.directory, fuzzer, seed, args.chunk)
