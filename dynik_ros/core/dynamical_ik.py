@@ -59,6 +59,7 @@ import math
 import time
 import warnings
 from collections.abc import Sequence
+from copy import deepcopy
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -323,6 +324,21 @@ class DynamicalIK:
         self._reference = transform_measurements(old, change)
         for nu in (self.nu, *self._past_nu):  # world-frame base twist (eq. 14): turned, in place
             nu[:3], nu[3:6] = rotation @ nu[:3], rotation @ nu[3:6]
+
+    _STATE = ("base_position", "base_rotation", "joint_positions", "nu", "_past_nu", "_past_dt",
+              "_weights_key", "_predictor", "_corrector", "_reference")  # fmt: skip
+
+    def save_state(self) -> dict:
+        """A copy of the integration state (pose, ``nu`` and its history, the reference ``x_{k-1}``):
+        :meth:`restore_state` returns to it, e.g. when input that was followed for a while turns out to
+        have been a glitch."""
+        return {name: deepcopy(getattr(self, name)) for name in self._STATE}
+
+    def restore_state(self, state: dict) -> None:
+        """Back to a :meth:`save_state` copy (the warm start is dropped: it belonged to later steps)."""
+        for name in self._STATE:
+            setattr(self, name, deepcopy(state[name]))
+        self.qp.reset_warm_start()
 
     def stop(self) -> None:
         """Zero the velocity and its integration history (the model is at rest; the pose is kept)."""

@@ -118,6 +118,7 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
         self.held = False  # the last step failed: nothing was published for it
         self.held_steps = 0
         self.rebased = 0
+        self.returned = 0  # excursions undone: the stream came back (io/plausibility.py)
         self.dt_clamped = 0
         self.base_odom_missing = 0
         self.base_odom_ahead = 0
@@ -144,6 +145,7 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
         )
         self._last_ns: int | None = None
         self._rebase_pending = False  # the world frame moved: DynamicalIK.rebase at the next step
+        self._excursion: tuple[int | None, dict, dict | None] | None = None  # state before a re-base
         self._stamp_refused = 0  # samples refused by the stamp guard since the last accepted one
         self._period_ns = 10**9 // 100  # the last step between accepted stamps (default 100 Hz)
         self._last_marker_ns = -(10**18)
@@ -353,17 +355,24 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
         self._stamp_refused = 0
         dt = min((stamp - self._last_ns) * 1e-9, self.params["max_dt"]) if self._last_ns is not None else 0.01
         reason, detail = self.plausible.check(
-            links.positions, links.rotations, links.linear_velocities, links.angular_velocities, dt
+            links.positions, links.rotations, links.linear_velocities, links.angular_velocities, dt, stamp
         )
-        if reason is not None and reason != "rebased":
+        if reason is not None and reason not in ("rebased", plausibility.RETURNED):
             self.stamps.last_ns = self._last_ns  # a refused sample does not move the stream's reference
             self._reject(reason, detail)
             return
         self._record_for_calibration(links)
-        if verdict == stamp_guard.REBASED or reason == "rebased":
+        if reason == plausibility.RETURNED and self._excursion is not None:
+            self._undo_excursion(detail)
+        elif verdict == stamp_guard.REBASED or reason == "rebased":
             self.rebased += 1
             self.get_logger().warning(f"input re-based: {detail}")
             if reason == "rebased":  # the world moved under the person: keep the posture, move the base
+                self._excursion = (
+                    self._last_ns,
+                    self.ik.save_state(),
+                    None if self.retargeter is None else self.retargeter.save_state(),
+                )
                 self._rebase_world()
         try:
             measurements = self._with_base_feed_forward(self._measurements(links), links)
@@ -460,6 +469,20 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
             contacts = feed_forward.contacts_from_links(links.poses(), links.twists())
         return feed_forward.apply(measurements, self.ik.q, contacts, self.ik.joint_velocities)
 
+    def _undo_excursion(self, detail: str) -> None:
+        """The stream came back to where it was before the last re-base (a glitch of a few samples, not a
+        moved world): the IK and the retargeter resume from their state before it, and the next step spans
+        the excursion as if its samples had been refused."""
+        last_ns, ik_state, retarget_state = self._excursion
+        self._excursion = None
+        self.ik.restore_state(ik_state)
+        if self.retargeter is not None and retarget_state is not None:
+            self.retargeter.restore_state(retarget_state)
+        self._last_ns = last_ns
+        self._rebase_pending = False
+        self.returned += 1
+        self.get_logger().warning(f"input back from an excursion, resumed from before it: {detail}")
+
     def _rebase_world(self) -> None:
         """A confirmed teleport of every link (the person re-registered, the world origin moved): the
         joints stay, the base and the IK's stored reference follow the world (``DynamicalIK.rebase``, at the
@@ -531,6 +554,7 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
             "dt_clamped": self.dt_clamped,
             "held_steps": self.held_steps,
             "rebased": self.rebased,
+            "returned": self.returned,
             "rejected_total": self.rejections.total,
         }
         values.update({f"rejected_{k}": v for k, v in self.rejections.counts.items()})

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from copy import deepcopy
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,6 +173,15 @@ class Retargeter:
         self._align_to = self._q0 if robot_configuration is None else np.asarray(robot_configuration, float)
         self.contact.reset()
         self._clock = 0.0
+
+    def save_state(self) -> dict:
+        """A copy of what the retargeter carries from sample to sample (world alignment, contact states,
+        clock); :meth:`restore_state` returns to it."""
+        return deepcopy({k: getattr(self, k) for k in ("alignment", "_align_to", "contact", "_clock")})
+
+    def restore_state(self, state: dict) -> None:
+        for name, value in deepcopy(state).items():
+            setattr(self, name, value)
 
     def initial_configuration(self) -> np.ndarray:
         """The IK's start ``q0``: the map's initial pose standing on the ground, facing +x."""
