@@ -931,30 +931,40 @@ def _moved(msg, change: str):
 
 @pytest.mark.parametrize("change", ["half_turn", "teleport"])
 @pytest.mark.parametrize("undo", [True, False])
-def test_a_glitch_that_comes_back_costs_nothing(h, samples, change, undo):
+@pytest.mark.parametrize("robot", ["", "g1"])
+def test_a_glitch_that_comes_back_costs_nothing(h, samples, change, undo, robot):
     """Six samples repeat one sample's content moved 100 m (or turned half a turn), then the stream goes on
     where it was: the guard confirms the excursion (3 samples) and re-bases, then sees the stream come
-    back, and ik_node resumes from its state before the excursion. The output right after is as close to
-    the measurements as before it. Re-basing a second time instead (``undo=False``: the return window
-    off, the old behaviour) kept the posture the excursion froze: 0.4-1.1 s to recover in the fuzz runs."""
-    solver, joints, pub = _robust_ik(h, max_future_stamp=0.0, metrics_rate=1000.0)
+    back, and ik_node resumes from its state before the excursion. The Human66's output right after is as
+    close to the measurements as before it; the G1's retargeter is back on its world alignment from before
+    the glitch. Re-basing a second time instead (``undo=False``: the return window off, the old behaviour)
+    kept the posture the excursion froze (0.4-1.1 s to recover in the fuzz runs) and moved the robot's
+    world alignment by the motion during the excursion."""
+    kinds = {"model": "", "robot": robot} if robot else {}
+    solver, joints, pub = _robust_ik(h, max_future_stamp=0.0, metrics_rate=1000.0, **kinds)
     if not undo:
         solver.plausible.return_window = 0.0
     t0, period = 10**18, 10**9 // 120
+    aligned = []
     for k in range(80):
         if 60 <= k < 66:
             msg = _moved(link_msg(samples[59], t0 + k * period), change)  # frozen content, moved
         else:
             msg = link_msg(samples[k], t0 + k * period)
         _deliver(h, solver, pub, msg)
+        if robot and k in (59, 79):
+            a = solver.retargeter.alignment
+            aligned.append(np.concatenate((a.rotation.ravel(), a.human_origin, a.robot_origin)))
     errors = {round((row[0] - t0) / period): row[1] for row in solver.errors}  # of the published (q, v)
     before = errors[59]  # the last sample before the excursion (the start-up transient still decays)
     after = max(e for k, e in errors.items() if 66 <= k < 80)  # (the old path refused 66, 67)
-    if undo:
-        assert solver.rebased == 1 and solver.returned == 1
+    assert solver.rebased == (1 if undo else 2) and solver.returned == (1 if undo else 0)
+    if robot:  # the retargeted targets carry the alignment: compare it, not the error
+        assert np.array_equal(aligned[0], aligned[1]) == undo, aligned
+        assert after < 2 * before, (before, after)
+    elif undo:
         assert after <= before, (before, after)  # 2e-6 after, 6e-6 before
     else:  # the check has teeth: the old path is measurably worse (5e-4)
-        assert solver.rebased == 2 and solver.returned == 0
         assert after > 20 * before, (before, after)
 
 

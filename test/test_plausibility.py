@@ -88,7 +88,8 @@ def test_a_glitch_that_comes_back_is_recognised_at_once(moved, length):
             glitch = 20 <= k < 20 + length
             shown = samples[19] if glitch else sample  # frozen content
             stamp = k * period if stamps else None
-            v = _feed(guard, shown, (k - last) * dt if last is not None else dt, turn if glitch else None, stamp)
+            step = (k - last) * dt if last is not None else dt
+            v = _feed(guard, shown, step, turn if glitch else None, stamp)
             verdicts.append(v)
             if v in (None, "rebased", "returned"):
                 last = k
