@@ -273,6 +273,8 @@ def print_report(title: str, r: dict[str, Any], unit: str) -> bool:
     )
     if breaches:
         print(f"  first of each wire breach: {checks.examples}")
+    for failure in getattr(tracker, "failures", [])[:10]:
+        print(f"  not recovered: {failure}")
     if r["crashes"]:
         print(f"  exceptions: {r['crashes'][:5]}")
     return ok

@@ -77,6 +77,7 @@ def to_record(r: dict[str, Any], seed: int, fuzzer: str) -> dict[str, Any]:
             "bursts": dict(tracker.bursts),
             "unrecovered": dict(tracker.unrecovered),
             "freezes": dict(tracker.freezes),
+            "failures": list(tracker.failures),
             "times": {k: _histogram_record(h) for k, h in tracker.times.items()},
             "all": _histogram_record(tracker.all_times),
         },
@@ -121,6 +122,8 @@ def merge(records: list[dict[str, Any]]) -> dict[str, Any]:
         tracker.bursts.update(t["bursts"])
         tracker.unrecovered.update(t["unrecovered"])
         tracker.freezes.update(t["freezes"])
+        room = 20 - len(tracker.failures)
+        tracker.failures += [f"seed {r['seed']}: {f}" for f in t.get("failures", [])][: max(room, 0)]
         for kind, h in t["times"].items():
             _histogram(h, tracker.times.setdefault(kind, DurationHistogram()))
         _histogram(t["all"], tracker.all_times)

@@ -300,6 +300,10 @@ def test_recovery_tracker_times_failures_and_freezes():
         tracker.clean(620 * ms + t * 10 * ms, 5e-3)
     assert tracker.times["nan"].max_ms == 5 and tracker.times["teleport"].max_ms == 250
     assert tracker.unrecovered == {"half_turn": 1}
+    assert tracker.failures == [
+        "half_turn at message time 1.620 s: error 5.00e-03 rad 1000 ms after the last bad input; "
+        "bursts since the baseline: half_turn > zero_stamp"
+    ]
     tracker.clean(2000 * ms, 1e-4)  # late recovery: time recorded, no second failure counted
     assert tracker.times["half_turn"].max_ms == 1380 and tracker.unrecovered == {"half_turn": 1}
     tracker.bad(2100 * ms, "nan")
@@ -364,6 +368,7 @@ def test_a_campaign_merges_its_chunks_without_losing_a_breach(monkeypatch):
     assert tracker.bursts == {"nan": 3, "teleport": 2}
     assert tracker.times["nan"].percentile(50) == 6 and tracker.times["teleport"].max_ms == 1200
     assert tracker.unrecovered == {"teleport": 1}  # the 1.2 s recovery of chunk 2
+    assert len(tracker.failures) == 1 and tracker.failures[0].startswith("seed 2: teleport at")
     assert not print_report("merged", merged, "messages")
     healthy = merge([a, a])
     assert print_report("healthy", healthy, "messages")

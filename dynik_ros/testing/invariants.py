@@ -159,6 +159,8 @@ class RecoveryTracker:
         self.unrecovered: Counter = Counter()
         self.freezes: Counter = Counter()
         self.bursts: Counter = Counter()
+        self.failures: list[str] = []  # the first 20 unrecovered bursts, described (chain of kinds, error)
+        self._chain: list[str] = []  # kinds of the bursts since tracking was last at the baseline
         self.without_output = 0
         self._kind: str | None = None  # first burst since tracking was last at the baseline
         self._last_kind = "start"  # the latest burst
@@ -177,6 +179,9 @@ class RecoveryTracker:
         self._last_kind = kind
         if self._recovered:
             self._kind = kind
+            self._chain = []
+        if len(self._chain) < 10:
+            self._chain.append(kind)
         self._bad_ns = int(stamp_ns)
         self._recovered, self._judged = False, False
 
@@ -202,10 +207,20 @@ class RecoveryTracker:
             self.all_times.add(ms)
             if since > self.limit_ns and not self._judged:
                 self._judged = True
-                self.unrecovered[kind] += 1
+                self._unrecovered(kind, stamp_ns, error)
         elif since >= self.limit_ns and not self._judged:
             self._judged = True
-            self.unrecovered[kind] += 1
+            self._unrecovered(kind, stamp_ns, error)
+
+    def _unrecovered(self, kind: str, stamp_ns: int, error: float | None) -> None:
+        self.unrecovered[kind] += 1
+        if len(self.failures) < 20:
+            shown = "no output" if error is None else f"error {error:.2e} rad"
+            self.failures.append(
+                f"{kind} at message time {stamp_ns / NS:.3f} s: {shown} "
+                f"{(stamp_ns - self._bad_ns) / 1e6:.0f} ms after the last bad input; "
+                f"bursts since the baseline: {' > '.join(self._chain)}"
+            )
 
     @property
     def frozen(self) -> bool:
