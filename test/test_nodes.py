@@ -968,6 +968,30 @@ def test_a_glitch_that_comes_back_costs_nothing(h, samples, change, undo, robot)
         assert after > 20 * before, (before, after)
 
 
+@pytest.mark.parametrize("window", [None, 0.25])
+def test_a_world_turned_and_back_after_a_while_is_tracked_at_once(h, samples, window):
+    """The world turns half a turn and, 0.23 s later, back, with the person moving on throughout: both
+    moves are re-based and the output stays as close to the measurements as before. (With a return window
+    longer than the step can span, ``window=0.25``, the second move was taken for a way back: the IK
+    resumed from its state 0.23 s old over a gap clamped to 0.1 s, 0.35 rad off, a second to recover: the
+    fuzz campaign's first failure.)"""
+    solver, joints, pub = _robust_ik(h, max_future_stamp=0.0, metrics_rate=1000.0)
+    if window is not None:
+        solver.plausible.return_window = window
+    t0, period = 10**18, 10**9 // 120
+    for k in range(110):
+        msg = link_msg(samples[k], t0 + k * period)
+        _deliver(h, solver, pub, _moved(msg, "half_turn") if 60 <= k < 88 else msg)
+    errors = {round((row[0] - t0) / period): row[1] for row in solver.errors}  # of the published (q, v)
+    before = max(errors[k] for k in range(50, 60))
+    after = max(e for k, e in errors.items() if 90 <= k < 110)
+    if window is None:
+        assert solver.rebased == 2 and solver.returned == 0
+        assert after < 5 * before + 1e-6, (before, after)
+    else:
+        assert solver.returned == 1 and after > 100 * before, (before, after)
+
+
 def test_a_sender_clock_stepping_back_costs_two_samples(h, samples):
     solver, joints, pub = _robust_ik(h, max_future_stamp=0.0)
     t0, period = 10**18, 10**9 // 120

@@ -20,7 +20,7 @@ A teleport that then stays (the person re-registered, the world origin reset) is
 ``confirm`` consecutive samples that agree with each other (each plausible relative to the previous
 one): the guard then re-bases on them and says so (``rebased``), so the IK can restart from there.
 
-A stream that comes *back* within ``return_window`` of such a re-base was not moved: the excursion was a
+A stream that comes *back* within ``return_window`` (0.1 s) of such a re-base was not moved: the excursion was a
 glitch (a few samples of another frame, or one sample repeated at a teleported place). When stamps are
 given, a sample that jumps away from the excursion but continues the last sample accepted before it
 (:meth:`PlausibilityGuard._continues`: every link within the jump bounds of it, and the typical link
@@ -52,7 +52,7 @@ class PlausibilityGuard:
         jump_angle_margin: float = 1.0,
         confirm: int = 3,
         max_angular_acceleration: float = 500.0,
-        return_window: float = 0.25,
+        return_window: float = 0.1,
     ):
         self.max_position = max_position
         self.max_linear_speed = max_linear_speed

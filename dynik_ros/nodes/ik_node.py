@@ -142,6 +142,8 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
             params.get("max_link_distance", 1e5),
             params.get("max_link_speed", 50.0),
             params.get("max_link_angular_speed", 100.0),
+            # a way back is only taken over a gap the next step can span (longer ones are clamped)
+            return_window=min(params.get("max_dt", 0.1), 0.1),
         )
         self._last_ns: int | None = None
         self._rebase_pending = False  # the world frame moved: DynamicalIK.rebase at the next step
