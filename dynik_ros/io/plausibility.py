@@ -20,12 +20,12 @@ A teleport that then stays (the person re-registered, the world origin reset) is
 ``confirm`` consecutive samples that agree with each other (each plausible relative to the previous
 one): the guard then re-bases on them and says so (``rebased``), so the IK can restart from there.
 
-A stream that comes *back* within ``return_window`` (0.1 s) of such a re-base was not moved: the excursion was a
-glitch (a few samples of another frame, or one sample repeated at a teleported place). When stamps are
-given, a sample that jumps away from the excursion but continues the last sample accepted before it
-(:meth:`PlausibilityGuard._continues`: every link within the jump bounds of it, and the typical link
-where its own twist predicts) is accepted at once as ``returned``; the IK can then resume from its state
-before the excursion instead of re-basing a second time (a second re-base kept the posture the
+A stream that comes *back* within ``return_window`` (0.1 s) of such a re-base was not moved: the
+excursion was a glitch (a few samples of another frame, or one sample repeated at a teleported place).
+When stamps are given, a sample that jumps away from the excursion but continues the last sample accepted
+before it (:meth:`PlausibilityGuard._continues`: every link within the jump bounds of it, and the typical
+link where its own twist predicts) is accepted at once as ``returned``; the IK can then resume from its
+state before the excursion instead of re-basing a second time (a second re-base kept the posture the
 excursion froze, and the IK took 0.4-1.1 s to close that gap).
 """
 
