@@ -30,14 +30,15 @@ LEG_JOINTS = ("Hip", "Knee", "Ankle")
 def _bag_samples(path: Path, topic: str, links: tuple[str, ...]) -> list[SuitSample]:
     from dynik_ros.io.bags import read_link_states
 
-    samples = []
+    samples, origin = [], None
     for index, (stamp, poses, twists) in enumerate(read_link_states(path, topic, stamp_ns=True)):
+        origin = stamp if origin is None else origin
         missing = [n for n in links if n not in poses or n not in twists]
         if missing:
             raise ValueError(f"message {index} of '{topic}' in '{path}': no pose or twist for {missing[:4]}")
         samples.append(
-            SuitSample(
-                stamp * 1e-9,
+            SuitSample(  # time from the first stamp: epoch seconds in a float keep only ~0.2 us
+                (stamp - origin) * 1e-9,
                 np.array([poses[n][0] for n in links]),
                 np.array([poses[n][1] for n in links]),
                 np.array([twists[n][0] for n in links]),
@@ -181,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         if out is not None:
             outputs.append(out)
     elapsed = time.perf_counter() - start
-    times = np.array([o.time for o in outputs])
+    times = np.array([o.stamp_ns for o in outputs]) * 1e-9
     tau = np.array([o.tau for o in outputs])
     q = np.array([o.q[7:] for o in outputs])
     wrenches = np.array([o.wrenches for o in outputs])

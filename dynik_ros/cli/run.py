@@ -41,6 +41,7 @@ NODE_CLASSES = {
     "mocap_node": "dynik_ros.nodes.mocap_node:MocapNode",
     "bridge_node": "dynik_ros.nodes.bridge_node:BridgeNode",
     "sim_node": "dynik_ros.nodes.sim_node:SimNode",
+    "dynamics_node": "dynik_ros.nodes.dynamics_node:DynamicsNode",
 }
 # Parameters holding file paths: relative values are looked up in the working directory, then in the
 # package's share directory (``config/g1.yaml``).
@@ -430,6 +431,11 @@ class PipelineRunner:
         sim = next((n for n in nodes.values() if hasattr(n, "tracking_summary")), None)
         if sim is not None:
             m["sim"] = sim.tracking_summary()
+        dynamics = next((n for n in nodes.values() if hasattr(n, "torque_log")), None)
+        if dynamics is not None:
+            from dynik_ros.cli.dynamics_figures import dynamics_summary
+
+            m["dynamics"] = dynamics_summary(dynamics, wearable, first)
         mocap = next((n for n in nodes.values() if hasattr(n, "published_log")), None)
         if sim is not None and mocap is not None:
             from dynik_ros.sim.loop_figures import loop_summary
@@ -477,6 +483,10 @@ class PipelineRunner:
                     f"{f(s['delay_max_ms'])} ms, RMS after the shift {f(s['rms_after_shift_rad'])} rad "
                     f"({s['moving_joints']} moving joints); base to IK base {f(s['base_error_mean_m'])} m"
                 )
+        if "dynamics" in m:
+            from dynik_ros.cli.dynamics_figures import dynamics_lines
+
+            lines += dynamics_lines(m["dynamics"])
         if "loop" in m:
             from dynik_ros.sim.loop_figures import loop_lines
 
@@ -565,9 +575,10 @@ def _topic_of(entity: Any) -> str:
 def _topic_type(topic: str) -> tuple[type, bool]:
     """Message class and whether its publisher is best-effort, for the pipeline's known topics."""
     from diagnostic_msgs.msg import DiagnosticArray
-    from geometry_msgs.msg import PoseStamped
+    from geometry_msgs.msg import PoseStamped, WrenchStamped
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState, MultiDOFJointState
+    from std_msgs.msg import String
     from visualization_msgs.msg import MarkerArray
 
     known: dict[str, tuple[type, bool]] = {
@@ -581,6 +592,12 @@ def _topic_type(topic: str) -> tuple[type, bool]:
         "/joint_states": (JointState, False),
         "/sim/base_pose_true": (PoseStamped, False),
         "/dynik/base_target": (Odometry, False),
+        "/human/joint_torques": (JointState, False),
+        "/human/foot_wrench/RightFoot": (WrenchStamped, False),
+        "/human/foot_wrench/LeftFoot": (WrenchStamped, False),
+        "/human/shoes/right": (WrenchStamped, False),
+        "/human/shoes/left": (WrenchStamped, False),
+        "/human/contact_state": (String, False),
     }
     try:
         from tf2_msgs.msg import TFMessage

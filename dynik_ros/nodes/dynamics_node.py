@@ -12,6 +12,8 @@ and ``/diagnostics``. Refused inputs are counted by reason and never stop the no
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -63,6 +65,12 @@ PARAMS = (
     ParamSpec("height", 1.75, "Subject body height [m] (scales the model).", low=0.5, high=2.5),
     ParamSpec("mass", 75.0, "Subject body mass [kg] (scales the model).", low=5.0, high=300.0),
     ParamSpec("ground_height", 0.0, "Height of the ground in the suit's world [m].", low=-100.0, high=100.0),
+    ParamSpec(
+        "link_states_reliable",
+        False,
+        "Subscribe to /human/link_states and the shoes reliable (needs reliable publishers: wearable_node "
+        "link_states_reliable; every sample estimated, as the pipeline human66_dynamics does).",
+    ),
     ParamSpec("use_shoes", True, "Subscribe to the force/torque shoes (without: kinematic contact only)."),
     ParamSpec("right_shoe_topic", "/human/shoes/right", "WrenchStamped of the right shoe (foot frame)."),
     ParamSpec("left_shoe_topic", "/human/shoes/left", "WrenchStamped of the left shoe (foot frame)."),
@@ -130,6 +138,7 @@ class DynamicsNode(DynikLifecycleNode):
         super().__init__(node_name, **kwargs)
         self._entities: list[Any] = []
         self.pipeline: HumanDynamicsPipeline | None = None
+        self._origin_ns: int | None = None
         self.reset_statistics()
 
     def reset_statistics(self) -> None:
@@ -139,6 +148,9 @@ class DynamicsNode(DynikLifecycleNode):
         self.shoes_received = [0, 0]
         self.shoes_missing = 0
         self.step_times = RollingSamples()
+        self.step_cpu_times = RollingSamples()  # CPU time of the callback's thread (time.thread_time)
+        # (stamp [ns], torques, contact state) of the recent estimates: what dynik-ros run summarizes
+        self.torque_log: deque[tuple[int, np.ndarray, str]] = deque(maxlen=36_000)
         self.last_state = "none"
         self.shoe_buffer = ShoeBuffer(self.params.get("max_shoe_age", 0.02))
 
@@ -175,21 +187,23 @@ class DynamicsNode(DynikLifecycleNode):
         ]
         self._pub_contact = self.create_lifecycle_publisher(String, "/human/contact_state", RELIABLE_QOS)
         self._pub_diag = self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+        qos = RELIABLE_QOS if p["link_states_reliable"] else SENSOR_QOS
         self._entities = [
             self.create_subscription(
-                MultiDOFJointState, "/human/link_states", self._on_link_states, SENSOR_QOS, raw=True
+                MultiDOFJointState, "/human/link_states", self._on_link_states, qos, raw=True
             )
         ]
         if p["use_shoes"]:
             for f, topic in enumerate((p["right_shoe_topic"], p["left_shoe_topic"])):
                 self._entities.append(
                     self.create_subscription(
-                        WrenchStamped, topic, lambda msg, f=f: self._on_shoe(f, msg), SENSOR_QOS
+                        WrenchStamped, topic, lambda msg, f=f: self._on_shoe(f, msg), qos
                     )
                 )
 
     def _activate(self) -> None:
         self.pipeline.reset()
+        self._origin_ns = None
         self.shoe_buffer.clear()
         self.stamps.reset()
         self._diag_timers = [self.create_timer(self.params["diagnostics_period"], self.publish_diagnostics)]
@@ -248,7 +262,7 @@ class DynamicsNode(DynikLifecycleNode):
             self._reject(UNHANDLED, f"{type(exc).__name__}: {exc}")
 
     def _process(self, data: bytes) -> None:
-        start = wall_time()
+        start, start_cpu = wall_time(), time.thread_time()
         self.received += 1
         try:
             links = decode_link_states(data, self.known_links, self.required_links)
@@ -264,9 +278,12 @@ class DynamicsNode(DynikLifecycleNode):
             return
         if verdict == stamp_guard.REBASED:
             self.pipeline.reset()  # differences across the seam would be meaningless
+            self._origin_ns = None
+        if self._origin_ns is None:  # sample times from here: epoch seconds in a float keep only ~0.2 us,
+            self._origin_ns = links.stamp_ns  # a 1e-5 relative error of every difference at 60 Hz
         order = [links.names.index(name) for name in self.pipeline.links]
         sample = SuitSample(
-            links.stamp_ns * 1e-9,
+            (links.stamp_ns - self._origin_ns) * 1e-9,
             links.positions[order],
             links.rotations[order],
             links.linear_velocities[order],
@@ -279,6 +296,7 @@ class DynamicsNode(DynikLifecycleNode):
         self.estimates += 1
         self._publish(output)
         self.step_times.append(wall_time() - start)
+        self.step_cpu_times.append(time.thread_time() - start_cpu)
 
     def _publish(self, output: Any) -> None:
         stamp = ns_to_stamp(output.stamp_ns)
@@ -296,17 +314,21 @@ class DynamicsNode(DynikLifecycleNode):
             w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = wrench[3:]
             publisher.publish(w)
         self.last_state = STATE_NAMES[output.state]
+        self.torque_log.append((output.stamp_ns, output.tau.copy(), self.last_state))
         self._pub_contact.publish(String(data=self.last_state))
 
     def publish_diagnostics(self) -> None:
         if not self.active or self._pub_diag is None:
             return
         times = percentiles_ms(self.step_times.recent(500))
+        cpu = percentiles_ms(self.step_cpu_times.recent(500))
         values: dict[str, Any] = {
             "received": self.received,
             "estimates": self.estimates,
             "step_time_p50_ms": times["p50"],
             "step_time_p99_ms": times["p99"],
+            "step_cpu_p50_ms": cpu["p50"],
+            "step_cpu_p99_ms": cpu["p99"],
             "contact_state": self.last_state,
             "shoes_received_right": self.shoes_received[0],
             "shoes_received_left": self.shoes_received[1],

@@ -148,6 +148,13 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
             low=0.001,
             high=60.0,
         ),
+        ParamSpec(
+            "publish_shoes",
+            False,
+            "source:=synthetic: also publish the motion's true force/torque shoe readings (the ground "
+            "reaction of its inverse dynamics) on /human/shoes/right and /human/shoes/left (WrenchStamped, "
+            "foot frames, the link states' stamps): dynamics_node's input (nodes/shoe_source.py).",
+        ),
         ParamSpec("frame_id", "world", "header.frame_id of the link states (the world frame)."),
         ParamSpec(
             "start_delay", 0.0, "Wait after activation before the first sample [s].", low=0.0, high=600.0
@@ -230,6 +237,7 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
         self._iter: Iterator[Sample] | None = None
         self._pub = self._diag_pub = self._timer = self._diag_timer = self._ack_sub = None
         self._calibration_services: list[Any] = []
+        self._shoes, self._shoe_pubs = None, []
         self._xsens_thread: threading.Thread | None = None
         self._xsens_stop = threading.Event()
         self._activated_ns = 0
@@ -245,6 +253,8 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
 
     # ----------------------------------------------------------------- lifecycle hooks
     def _configure(self, p: dict[str, Any]) -> None:
+        if p["publish_shoes"] and p["source"] != "synthetic":
+            raise ConfigError("publish_shoes", f"needs source:=synthetic (the source is '{p['source']}')")
         if p["source"] == "synthetic":
             if p["duration"] <= 0.0:
                 raise ConfigError("duration", "must be > 0 for the synthetic source")
@@ -289,6 +299,7 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
                 raise ConfigError("bag_topic", str(exc)) from None
         self._calibration_services = self._setup_suit_calibration(p)
         qos = RELIABLE_QOS if p["link_states_reliable"] else SENSOR_QOS  # best-effort readers still connect
+        self._shoes = self._setup_shoes(p, qos)
         self._pub = self.create_lifecycle_publisher(MultiDOFJointState, "/human/link_states", qos)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         if not p["realtime"]:
@@ -319,7 +330,8 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
     def _release(self) -> None:
         self._stop_xsens_thread()
         self.destroy_entities([self._timer, self._diag_timer, self._ack_sub, self._pub, self._diag_pub])
-        self.destroy_entities(self._calibration_services)
+        self.destroy_entities(self._calibration_services + self._shoe_pubs)
+        self._shoes, self._shoe_pubs = None, []
         self._calibration_services = []
         self._pub = self._diag_pub = self._timer = self._diag_timer = self._ack_sub = None
         if isinstance(self._source, XsensSource):
@@ -405,6 +417,8 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
             stamp, sample.positions, sample.quaternions, sample.linear_velocities, sample.angular_velocities
         )
         self.emit("link_states", stamp)
+        if self._shoes is not None:  # the shoes first: a consumer pairs them with the link states by stamp
+            self._shoes.publish(self._shoe_pubs, sample.stamp_ns, stamp)
         publish_serialized(
             self._pub,
             data,
@@ -419,6 +433,18 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
             ),
         )
         self.published += 1
+
+    def _setup_shoes(self, p: dict[str, Any], qos: Any) -> Any:
+        """``publish_shoes``: the synthetic motion's true shoe readings and their publishers."""
+        if not p["publish_shoes"]:
+            return None
+        from geometry_msgs.msg import WrenchStamped
+
+        from dynik_ros.nodes.shoe_source import SHOE_TOPICS, SyntheticShoes
+
+        shoes = SyntheticShoes(p["model"], p["scenario"], p["duration"], p["rate"], self._source.stamps)
+        self._shoe_pubs = [self.create_lifecycle_publisher(WrenchStamped, t, qos) for t in SHOE_TOPICS]
+        return shoes
 
     def _rebase_stamps(self, sample: Sample) -> None:
         """After (re)activation: synthetic (or restamped) streams continue from the node clock; the
