@@ -394,6 +394,7 @@ def pipeline(
                 robot=config_file,  # the robot world = the IK's world (its start pose)
                 rigid_body_in_base=list(SIM_MOCAP_MARKER),
                 ground_height=SIM_MOCAP_CAMERA[2],
+                calibration_samples=375,  # 0.5 s at 750 Hz: eq. 1's heading to ~0.005 deg (0.1 deg noise)
             )
         _, mocap_actions = managed_lifecycle_node(
             executable="mocap_node", namespace=namespace, parameters=mocap, log_level=log_level
