@@ -85,7 +85,8 @@ def map_section(kind: str, duration: float, rate: float) -> tuple:
     tau, wr, times = run_map(robot, truth, estimator, acc, s_ddot, truth.wrenches)
     e_tau, e_wr = rms(tau - truth.tau), rms(wr - truth.wrenches)
     wall, cpu = 1e3 * np.percentile(times, [50, 99], axis=0).T
-    print(f"\n{kind}: {len(truth.times)} samples at {rate:g} Hz, d = {estimator.size} unknowns, peak torque "
+    print(f"\n{kind}: {len(truth.times)} samples at {rate:g} Hz, d = {estimator.size} unknowns ("
+          f"{estimator.size - estimator.n} factorized, the torques in closed form), peak torque "
           f"{peak:.1f} N m ({peak_joint})")  # fmt: skip
     print(f"  MAP step [ms]                 wall p50 {wall[0]:.2f} p99 {wall[1]:.2f}; CPU of the thread p50 "
           f"{cpu[0]:.2f} p99 {cpu[1]:.2f}")  # fmt: skip

@@ -288,3 +288,67 @@ def test_estimation_layer_is_ros_free():
                 names = [node.module or ""]
             assert not any(n.split(".")[0] in ("rclpy", "rosidl_runtime_py") for n in names), path.name
             assert not any(n.startswith("dynik_ros.nodes") for n in names), path.name
+
+
+def test_map_with_the_torques_in_closed_form_is_the_full_map(walk66):
+    """The estimator solves for (nu_dot, f) with the torques eliminated; the same MAP written out with all
+    of d = (nu_dot, tau, f) (eq. A5-A7, 150 unknowns) gives the same estimate."""
+    import pinocchio as pin
+
+    robot, truth = human_model("human66"), walk66
+    cov = MapCovariances(linear_acceleration=0.01, joint_acceleration=1.0, force=25.0, prior_torque=1e4)
+    estimator = MapDynamicsEstimator(robot, truth.links, FEET, cov)
+    rng = np.random.default_rng(5)
+    model, data = robot.model, robot.model.createData()
+    nv, n = robot.nv, robot.n_joints
+    for k in (3, 40):
+        q, v = truth.q[k], truth.v[k]
+        link_acc = truth.link_accelerations[k] + rng.normal(0, 0.1, truth.link_accelerations[k].shape)
+        link_acc[4] = np.nan  # a link not measured
+        joint_acc = truth.a[k, 6:] + rng.normal(0, 1.0, n)
+        shoes = truth.wrenches[k] + rng.normal(0, 5.0, (2, 6))
+        contacts = (True, False)
+        got = estimator.estimate(q, v, link_acc, joint_acc, shoes, contacts)
+        # the full system, written out
+        mass = pin.crba(model, data, q)
+        mass = np.triu(mass) + np.triu(mass, 1).T
+        bias = pin.nonLinearEffects(model, data, q, v)
+        gravity_a = np.zeros(nv)
+        gravity_a[:3] = pin.Quaternion(q[3:7]).toRotationMatrix().T @ np.array([0, 0, 9.81])
+        pin.forwardKinematics(model, data, q, v, gravity_a)
+        pin.computeJointJacobians(model, data, q)
+        pin.updateFramePlacements(model, data)
+        local = pin.ReferenceFrame.LOCAL
+        size = nv + n + 12
+        d_matrix = np.zeros((nv, size))
+        d_matrix[:, :nv], d_matrix[6:, nv : nv + n] = mass, -np.eye(n)
+        for f, name in enumerate(FEET):
+            d_matrix[:, nv + n + 6 * f : nv + n + 6 * f + 6] = -pin.getFrameJacobian(
+                model, data, robot.frame_id(name), local
+            ).T
+        prior = np.concatenate(
+            (np.full(nv, 1 / cov.prior_acceleration), np.full(n, 1 / cov.prior_torque),
+             np.full(6, 1 / cov.prior_wrench), np.full(6, 1 / cov.no_contact_wrench))
+        )  # fmt: skip
+        rows, weights, measured = [], [], []
+        for i, name in enumerate(truth.links):
+            if i == 4:
+                continue
+            fid = robot.frame_id(name)
+            row = np.zeros((6, size))
+            row[:, :nv] = pin.getFrameJacobian(model, data, fid, local)
+            rows.append(row)
+            weights += [1 / cov.linear_acceleration] * 3 + [1 / cov.angular_acceleration] * 3
+            measured.append(link_acc[i] - pin.getFrameClassicalAcceleration(model, data, fid, local).vector)
+        rows.append(np.eye(size)[6:nv])
+        weights += [1 / cov.joint_acceleration] * n
+        measured.append(joint_acc)
+        rows.append(np.eye(size)[nv + n :])
+        weights += ([1 / cov.force] * 3 + [1 / cov.moment] * 3) * 2
+        measured.append(shoes.ravel())
+        y_matrix, w, y = np.vstack(rows), np.array(weights), np.concatenate(measured)
+        precision = d_matrix.T @ d_matrix / cov.model + np.diag(prior) + y_matrix.T @ (w[:, None] * y_matrix)
+        d_map = np.linalg.solve(precision, -d_matrix.T @ bias / cov.model + y_matrix.T @ (w * y))
+        np.testing.assert_allclose(got.nu_dot, d_map[:nv], atol=1e-7)
+        np.testing.assert_allclose(got.tau, d_map[nv : nv + n], atol=1e-6)
+        np.testing.assert_allclose(got.wrenches.ravel(), d_map[nv + n :], atol=1e-6)

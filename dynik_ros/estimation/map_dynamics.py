@@ -24,8 +24,15 @@ frame); the joint accelerations, ``y = s_ddot``.
 ``D d + b_D ~ N(0, Sigma_D)`` give ``Sigma_D_bar^-1 = D^T Sigma_D^-1 D + Sigma_d^-1`` and
 ``Sigma_D_bar^-1 mu_D_bar = Sigma_d^-1 mu_d - D^T Sigma_D^-1 b_D`` (A5); the posterior precision is
 ``Sigma_D_bar^-1 + Y^T Sigma_y^-1 Y`` and ``d_MAP = Sigma_d|y (Y^T Sigma_y^-1 (y - b_Y) +
-Sigma_D_bar^-1 mu_D_bar)`` (A7). The 150 x 150 precision is dense (``M`` is dense), so it is solved by a
-dense Cholesky factorization (scipy.linalg.cho_factor); the seed's sparse ``D`` does not arise here.
+Sigma_D_bar^-1 mu_D_bar)`` (A7). The precision is dense (``M`` is), so it is solved by a dense
+Cholesky factorization (LAPACK ``dposv``); the seed's sparse ``D`` does not arise here.
+
+**The torques in closed form.** ``tau`` appears only in the joint rows of eq. 1 (``tau = [A x + h]_joints``
+with ``A = [M, -J_C^T]``, ``x = (nu_dot, f)``) and in its prior; no sensor reads it. Minimizing the MAP cost
+over ``tau`` first leaves the base rows of eq. 1 with ``Sigma_D^-1`` and the joint rows with
+``(Sigma_D + Sigma_tau)^-1``, a system in ``x`` alone (84 unknowns on Human66 instead of 150: the Schur
+complement of the torques' diagonal block, the same ``d_MAP``), and then
+``tau = [A x + h]_joints Sigma_tau / (Sigma_D + Sigma_tau)``. Every buffer is allocated once.
 
 Contact state enters through the prior: a foot in contact has an uninformative wrench prior
 (``prior_wrench``); a foot not in contact has zero mean with ``no_contact_wrench`` (small: it carries
@@ -85,7 +92,10 @@ class MapDynamicsEstimator:
     """Floating-base MAP estimator of eq. 24-25 in the compact form (module docstring).
 
     ``links``: the suit's links whose proper accelerations may be measured (their frames in ``robot``);
-    ``contact_links``: the links that may carry an external wrench (default: the feet)."""
+    ``contact_links``: the links that may carry an external wrench (default: the feet).
+
+    Per step the buffers are reused and the torques are solved in closed form (module docstring): the
+    Cholesky factorizes ``nv + 6 m`` unknowns."""
 
     def __init__(
         self,
@@ -101,17 +111,35 @@ class MapDynamicsEstimator:
         self.contact_links = tuple(contact_links)
         self.link_ids = [robot.frame_id(n) for n in self.links]
         self.contact_ids = [robot.frame_id(n) for n in self.contact_links]
-        self.covariances = covariances or MapCovariances()
+        self.covariances = cov = covariances or MapCovariances()
         self.data = robot.model.createData()
-        self.nv, self.n = robot.nv, robot.n_joints
-        self.m = len(self.contact_links)
-        self.size = self.nv + self.n + 6 * self.m
-        self._tau = slice(self.nv, self.nv + self.n)
-        self._gravity_a = np.zeros(self.nv)
+        self.nv, self.n = nv, n = robot.nv, robot.n_joints
+        self.m = m = len(self.contact_links)
+        self.size = size = nv + n + 6 * m
+        self._tau = slice(nv, nv + n)
+        self._wrenches = slice(nv + n, size)
+        self._gravity_a = np.zeros(nv)
+        self._lower = np.tril_indices(nv, -1)
+        reduced = nv + 6 * m  # x = (nu_dot, f): the torques are eliminated in closed form (estimate())
+        self._precision = np.zeros((reduced, reduced))
+        self._rhs = np.zeros(reduced)
+        self._model = np.zeros((nv, reduced))  # A = [M, -J_C1^T .. -J_Cm^T]
+        self._prior = np.full(reduced, 1.0 / cov.prior_acceleration)
+        self._wrench_weight = np.array([1.0 / cov.force] * 3 + [1.0 / cov.moment] * 3)
+        self._link_weight = np.tile(
+            [1.0 / cov.linear_acceleration] * 3 + [1.0 / cov.angular_acceleration] * 3, len(self.links)
+        )
+        self._diagonal = np.arange(reduced) * (reduced + 1)  # flat indices of the precision's diagonal
+        self._link_rows = np.zeros((6 * len(self.links), nv))
+        self._link_residuals = np.zeros(6 * len(self.links))
 
     def _wrench_slice(self, k: int) -> slice:
+        """Wrench ``k`` in ``d`` (and, minus the torques, in the reduced ``x``)."""
         start = self.nv + self.n + 6 * k
         return slice(start, start + 6)
+
+    def _x_wrench(self, k: int) -> slice:
+        return slice(self.nv + 6 * k, self.nv + 6 * k + 6)
 
     def estimate(
         self,
@@ -131,13 +159,15 @@ class MapDynamicsEstimator:
         ``contacts``: per contact link (default: all in contact). ``still``: per contact link, held still
         in the world (the fixed-base formalism, :mod:`.fixed_base`): model rows ``J_C nu_dot + c_C = 0``
         (``c_C`` its classical acceleration at ``nu_dot = 0``) with the model's covariance."""
-        cov, model, data, nv = self.covariances, self.robot.model, self.data, self.nv
+        cov, model, data, nv, n = self.covariances, self.robot.model, self.data, self.nv, self.n
         contacts = [True] * self.m if contacts is None else list(contacts)
         if len(contacts) != self.m:
             raise ValueError(f"expected {self.m} contact flags, got {len(contacts)}")
         # model rows D d + b_D = 0 with D = [M, -B, -J_C^T] (eq. 1), b_D = h
-        mass = pin.crba(model, data, q)
-        mass = np.triu(mass) + np.triu(mass, 1).T
+        model_a = self._model
+        mass = pin.crba(model, data, q)  # upper triangle
+        model_a[:, :nv] = mass
+        model_a[:, :nv][self._lower] = mass.T[self._lower]
         bias = pin.nonLinearEffects(model, data, q, v)
         # classical accelerations at nu_dot = 0 with the whole body accelerated by -g: every frame's is then
         # its b_Y of eq. 12 (a uniform translation adds R_L^T (-g) to each link, whatever the velocities)
@@ -146,47 +176,48 @@ class MapDynamicsEstimator:
         pin.forwardKinematics(model, data, q, v, self._gravity_a)
         pin.computeJointJacobians(model, data, q)
         pin.updateFramePlacements(model, data)
-        d_matrix = np.zeros((nv, self.size))
-        d_matrix[:, :nv] = mass
-        d_matrix[6:, self._tau] = -np.eye(self.n)
         for k, fid in enumerate(self.contact_ids):
-            jac = pin.getFrameJacobian(model, data, fid, pin.ReferenceFrame.LOCAL)
-            d_matrix[:, self._wrench_slice(k)] = -jac.T
-        precision = d_matrix.T @ d_matrix / cov.model  # D^T Sigma_D^-1 D (A5a)
-        rhs = -d_matrix.T @ bias / cov.model  # -D^T Sigma_D^-1 b_D (A5b), mu_d = 0
-        prior = np.full(self.size, 1.0 / cov.prior_acceleration)
-        prior[self._tau] = 1.0 / cov.prior_torque
+            model_a[:, nv + 6 * k : nv + 6 * k + 6] = pin.getFrameJacobian(
+                model, data, fid, pin.ReferenceFrame.LOCAL
+            ).T
+        model_a[:, nv:] *= -1.0
+        # the torques eliminated (module docstring): base rows weighted 1 / Sigma_D, joint rows
+        # 1 / (Sigma_D + Sigma_tau)
+        w_base, w_joint = 1.0 / cov.model, 1.0 / (cov.model + cov.prior_torque)
+        p, rhs = self._precision, self._rhs
+        base_rows, joint_rows = model_a[:6], model_a[6:]
+        p[:] = (base_rows.T * w_base) @ base_rows
+        p += (joint_rows.T * w_joint) @ joint_rows
+        rhs[:] = base_rows.T @ bias[:6]
+        rhs *= -w_base
+        rhs -= (joint_rows.T @ bias[6:]) * w_joint
+        prior, diagonal = self._prior, self._diagonal
         for k, on in enumerate(contacts):
-            prior[self._wrench_slice(k)] = 1.0 / (cov.prior_wrench if on else cov.no_contact_wrench)
-        precision[np.diag_indices(self.size)] += prior  # Sigma_d^-1 (A5a)
+            prior[self._x_wrench(k)] = 1.0 / (cov.prior_wrench if on else cov.no_contact_wrench)
+        p.flat[diagonal] += prior  # Sigma_d^-1 (A5a)
         if still is not None:
-            self._add_still_links(list(still), precision, rhs)
+            self._add_still_links(list(still), p, rhs)
         # measurements (eq. 18 first block, A7): Y^T Sigma_y^-1 Y and Y^T Sigma_y^-1 (y - b_Y)
         if link_accelerations is not None:
-            self._add_link_accelerations(np.asarray(link_accelerations, dtype=float), precision, rhs)
+            self._add_link_accelerations(np.asarray(link_accelerations, dtype=float), p, rhs)
         if joint_accelerations is not None:
-            s_ddot = np.asarray(joint_accelerations, dtype=float).reshape(self.n)
-            ok = np.flatnonzero(np.isfinite(s_ddot))
-            precision[6 + ok, 6 + ok] += 1.0 / cov.joint_acceleration
-            rhs[6 + ok] += s_ddot[ok] / cov.joint_acceleration
+            s_ddot = np.asarray(joint_accelerations, dtype=float).reshape(n)
+            ok = np.flatnonzero(np.isfinite(s_ddot)) + 6
+            p.flat[diagonal[ok]] += 1.0 / cov.joint_acceleration
+            rhs[ok] += s_ddot[ok - 6] / cov.joint_acceleration
         if wrenches is not None:
-            weight = np.array([1.0 / cov.force] * 3 + [1.0 / cov.moment] * 3)
+            weight = self._wrench_weight
             measured = np.asarray(wrenches, dtype=float).reshape(self.m, 6)
             for k in range(self.m):
-                if np.all(np.isfinite(measured[k])):
-                    block = self._wrench_slice(k)
-                    precision[block, block] += np.diag(weight)
+                if np.isfinite(measured[k]).all():
+                    block = self._x_wrench(k)
+                    p.flat[diagonal[block]] += weight
                     rhs[block] += weight * measured[k]
-        _, d_map, info = dposv(
-            precision, rhs, lower=1
-        )  # Cholesky: the precision is symmetric positive definite
+        _, x, info = dposv(p, rhs, lower=1, overwrite_a=1)  # symmetric: C order = Fortran transpose
         if info != 0:
             raise np.linalg.LinAlgError(f"MAP precision not positive definite (LAPACK dposv info {info})")
-        return MapEstimate(
-            d_map[:nv].copy(),
-            d_map[self._tau].copy(),
-            np.array([d_map[self._wrench_slice(k)] for k in range(self.m)]).reshape(self.m, 6),
-        )
+        tau = (joint_rows @ x + bias[6:]) * (cov.prior_torque / (cov.model + cov.prior_torque))
+        return MapEstimate(x[:nv].copy(), tau, x[nv:].reshape(self.m, 6).copy())
 
     def _add_still_links(self, still: list[bool], precision: np.ndarray, rhs: np.ndarray) -> None:
         """Rows ``J_C nu_dot = -c_C`` of the contact links held still (after :meth:`estimate`'s
@@ -207,24 +238,24 @@ class MapDynamicsEstimator:
 
     def _add_link_accelerations(self, measured: np.ndarray, precision: np.ndarray, rhs: np.ndarray) -> None:
         """Rows ``alpha_L^g = J_L nu_dot + b_L`` (eq. 12, 20) for every measured link."""
-        cov, model, data, nv = self.covariances, self.robot.model, self.data, self.nv
+        model, data, nv = self.robot.model, self.data, self.nv
         if measured.shape != (len(self.links), 6):
             raise ValueError(f"link accelerations must be ({len(self.links)}, 6), got {measured.shape}")
-        weight = np.array([1.0 / cov.linear_acceleration] * 3 + [1.0 / cov.angular_acceleration] * 3)
-        measured_rows = np.flatnonzero(np.isfinite(measured).all(axis=1))
-        rows, residuals = [], []
+        rows, residuals = self._link_rows, self._link_residuals
         local = pin.ReferenceFrame.LOCAL
-        for i in measured_rows.tolist():
-            fid = self.link_ids[i]
-            rows.append(pin.getFrameJacobian(model, data, fid, local))
-            b_y = pin.getFrameClassicalAcceleration(model, data, fid, local).vector  # with -g (estimate())
-            residuals.append(measured[i] - b_y)
-        if not rows:
-            return
-        y_matrix = np.vstack(rows)
-        w = np.tile(weight, len(rows))
-        precision[:nv, :nv] += y_matrix.T @ (w[:, None] * y_matrix)
-        rhs[:nv] += y_matrix.T @ (w * np.concatenate(residuals))
+        finite = np.isfinite(measured).all(axis=1)
+        for i, fid in enumerate(self.link_ids):
+            if finite[i]:
+                rows[6 * i : 6 * i + 6] = pin.getFrameJacobian(model, data, fid, local)
+                residuals[6 * i : 6 * i + 6] = (
+                    measured[i] - pin.getFrameClassicalAcceleration(model, data, fid, local).vector
+                )  # b_Y with -g (estimate())
+            else:
+                rows[6 * i : 6 * i + 6] = 0.0
+                residuals[6 * i : 6 * i + 6] = 0.0
+        weighted = rows.T * self._link_weight
+        precision[:nv, :nv] += weighted @ rows
+        rhs[:nv] += weighted @ residuals
 
 
 def plain_inverse_dynamics(

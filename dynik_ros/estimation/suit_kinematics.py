@@ -20,12 +20,14 @@ twists.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
+from scipy.linalg import cho_factor, cho_solve
 
 from dynik_ros.core.quaternion import quaternion_from_rotation
 from dynik_ros.core.robot_model import RobotModel
@@ -103,6 +105,7 @@ class SuitKinematics:
         self.data = model.createData()
         self.window: deque[tuple[SuitSample, np.ndarray, np.ndarray]] = deque(maxlen=3)
         self._last_s = np.zeros(robot.n_joints)
+        self._angular_rows = np.zeros((3 * len(self.links), robot.nv))
 
     @classmethod
     def for_human(cls, robot: RobotModel) -> SuitKinematics:
@@ -126,9 +129,9 @@ class SuitKinematics:
             r = rotations[parent].T @ rotations[child]
             if closed:
                 ix, iy, iz = columns
-                s[iy] = np.arcsin(np.clip(r[0, 2], -1.0, 1.0))
-                s[ix] = np.arctan2(-r[1, 2], r[2, 2])
-                s[iz] = np.arctan2(-r[0, 1], r[0, 0])
+                s[iy] = math.asin(min(1.0, max(-1.0, r[0, 2])))  # scalars: math, not numpy's ufuncs
+                s[ix] = math.atan2(-r[1, 2], r[2, 2])
+                s[iz] = math.atan2(-r[0, 1], r[0, 0])
                 continue
             angles = s[columns]
             for _ in range(6):
@@ -155,14 +158,17 @@ class SuitKinematics:
         pin.updateFramePlacements(model, data)
         rotation = data.oMf[self.frame_ids[self.pelvis]].rotation
         base = np.concatenate((rotation.T @ linear[self.pelvis], rotation.T @ angular[self.pelvis]))
-        jac = np.vstack(
-            [
-                pin.getFrameJacobian(model, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[3:]
-                for fid in self.frame_ids
-            ]
-        )
+        jac, lwa = self._angular_rows, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+        for i, fid in enumerate(self.frame_ids):
+            jac[3 * i : 3 * i + 3] = pin.getFrameJacobian(model, data, fid, lwa)[3:]
         rhs = angular.reshape(-1) - jac[:, :6] @ base
-        s_dot, *_ = np.linalg.lstsq(jac[:, 6:], rhs, rcond=None)
+        joints = jac[:, 6:]
+        # normal equations by Cholesky (the 23 links' rows have full column rank away from a gimbal lock of
+        # eq. 6's x-y-z joints); a singular system falls back to the minimum-norm least squares
+        try:
+            s_dot = cho_solve(cho_factor(joints.T @ joints, lower=True, check_finite=False), joints.T @ rhs)
+        except np.linalg.LinAlgError:
+            s_dot, *_ = np.linalg.lstsq(joints, rhs, rcond=None)
         return np.concatenate((base, s_dot))
 
     def push(self, sample: SuitSample) -> HumanState | None:
