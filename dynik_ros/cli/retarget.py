@@ -220,19 +220,20 @@ def write_bag(
 def write_csv(path: Path, robot: Any, result: Any, stamp_origin_ns: int = 0) -> Path:
     """One row per sample: time (input stamp, s, exact to the ns), base pose (if floating), joint
     positions, then joint velocities."""
-    nb, nvb = (7, 6) if robot.floating_base else (0, 0)
+    nvb = 6 if robot.floating_base else 0
     header = ["time"]
     if robot.floating_base:
         header += ["base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw"]
     header += list(robot.joint_names) + [f"{j}_velocity" for j in robot.joint_names]
+    stamps = stamp_origin_ns + np.round(np.asarray(result.times) * 1e9).astype(np.int64)
+    values = np.concatenate((result.q, result.v[:, nvb:]), axis=1).tolist()
+    row_format = "%d.%09d" + ",%.9g" * (len(header) - 1) + "\r\n"  # csv's dialect: '\r\n' rows
     with open(path, "w", newline="", encoding="utf-8") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(header)
-        stamps = stamp_origin_ns + np.round(np.asarray(result.times) * 1e9).astype(np.int64)
-        for k, stamp in enumerate(stamps.tolist()):
-            sec, nanosec = divmod(stamp, 1_000_000_000)
-            row = np.concatenate((result.q[k, :nb], result.q[k, nb:], result.v[k, nvb:]))
-            writer.writerow([f"{sec}.{nanosec:09d}"] + [f"{x:.9g}" for x in row])
+        csv.writer(stream).writerow(header)
+        stream.writelines(
+            row_format % (*divmod(stamp, 1_000_000_000), *row)
+            for stamp, row in zip(stamps.tolist(), values, strict=True)
+        )
     return path
 
 

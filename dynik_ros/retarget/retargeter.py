@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
 
 from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
 from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measurements, TargetSet
@@ -29,6 +28,7 @@ from dynik_ros.retarget.calibration import Calibration, calibrate, check_calibra
 from dynik_ros.retarget.hinge_alignment import HingeAlignment, find_hinge
 from dynik_ros.retarget.registry import RobotSpec, load_robot
 from dynik_ros.retarget.scaling import FootContact, PositionScaling
+from dynik_ros.retarget.trajectory_errors import TrajectoryErrors, trajectory_errors
 
 Pose = tuple[np.ndarray, np.ndarray]
 Twist = tuple[np.ndarray, np.ndarray]
@@ -390,8 +390,6 @@ class Retargeter:
         ``evaluate``, also computes MNTE (eq. 15), angular-velocity RMSE (eq. 16), position RMSE, every
         orientation target's angle error and the achieved foot positions.
         """
-        from dynik_ros.core.metrics import TrackingEvaluator
-
         times = np.asarray(times, dtype=float)
         n = len(times)
         if n != len(measurements):
@@ -411,17 +409,6 @@ class Retargeter:
         solved = np.zeros(n, dtype=bool)
         n_feet = len(self.config.feet)
         result_contacts = contacts if contacts is not None else np.full((n, n_feet), -1, dtype=int)
-        evaluator = TrackingEvaluator(robot, self.targets) if evaluate else None
-        mnte = np.zeros(n if evaluate else 0)
-        rmse = np.zeros(n if evaluate else 0)
-        prmse = np.zeros(n if evaluate else 0)
-        ori_err = np.zeros((n if evaluate else 0, self.targets.n_orientation))
-        feet = np.zeros((n if evaluate else 0, n_feet, 3))
-        points = np.full((n if evaluate else 0, n_feet, 3), np.nan)
-        soles = [np.asarray(f.sole, dtype=float).reshape(-1, 3) for f in self.config.feet]
-        data = robot.model.createData()
-        ori_ids = [robot.frame_id(t.frame) for t in self.targets.orientation_targets]
-        foot_ids = [robot.frame_id(f.frame) for f in self.config.feet]
         step_every = max(1, n // 200)
         for k in range(n):
             start = time.perf_counter()
@@ -429,22 +416,24 @@ class Retargeter:
             solve[k] = time.perf_counter() - start
             q_out[k], v_out[k], nu_out[k] = q, v, ik.nu
             solved[k] = ik.info.solved
-            if evaluator is not None:
-                m = measurements[k]
-                err = evaluator.evaluate(q, v, m)
-                mnte[k], rmse[k], prmse[k] = err.mnte, err.angular_velocity_rmse, err.position_rmse
-                # evaluator left the kinematics of q in its data; re-use pinocchio for the angles
-                pin.framesForwardKinematics(robot.model, data, q)
-                rot = np.array([data.oMf[i].rotation for i in ori_ids]).reshape(-1, 3, 3)
-                cos = (np.einsum("nij,nij->n", rot, m.rotations) - 1.0) / 2.0
-                ori_err[k] = np.arccos(np.clip(cos, -1.0, 1.0))
-                for f, fid in enumerate(foot_ids):
-                    feet[k, f] = data.oMf[fid].translation
-                    j = result_contacts[k, f]
-                    if j >= 0:
-                        points[k, f] = data.oMf[fid].act(soles[f][j])
             if progress is not None and (k % step_every == 0 or k == n - 1):
                 progress(k + 1, n)
+        if evaluate:  # one pass over the written trajectory (trajectory_errors.py)
+            errors = trajectory_errors(
+                robot,
+                self.targets,
+                q_out,
+                v_out,
+                measurements,
+                [f.frame for f in self.config.feet],
+                [np.asarray(f.sole, dtype=float).reshape(-1, 3) for f in self.config.feet],
+                result_contacts,
+            )
+        else:
+            empty = np.zeros((0, n_feet, 3))
+            errors = TrajectoryErrors(
+                np.zeros(0), np.zeros(0), np.zeros(0), np.zeros((0, self.targets.n_orientation)), empty, empty
+            )
         return RetargetResult(
             times=times,
             q=q_out,
@@ -453,12 +442,12 @@ class Retargeter:
             solve_time=solve,
             solved=solved,
             contacts=result_contacts,
-            mnte=mnte,
-            angular_velocity_rmse=rmse,
-            position_rmse=prmse,
-            orientation_error=ori_err,
-            foot_positions=feet,
-            contact_points=points,
+            mnte=errors.mnte,
+            angular_velocity_rmse=errors.angular_velocity_rmse,
+            position_rmse=errors.position_rmse,
+            orientation_error=errors.orientation_error,
+            foot_positions=errors.foot_positions,
+            contact_points=errors.contact_points,
         )
 
     def retarget_motion(
