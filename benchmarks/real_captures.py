@@ -8,7 +8,9 @@
 Files are not downloaded here (this repository only keeps what its licence allows, test/data/README.md);
 pass paths to captures you fetched, e.g. ``resources/131_01.bvh`` of github.com/yuki-koyama/bvh11 (CMU,
 free for research and commercial use), ``io_anim_mvnx_utest/data/test_mocap.mvnx`` and ``test_mocap.bvh``
-of github.com/andres-fr/blender-mvnx-io (GPL-3.0), LAFAN1 BVHs (CC BY-NC-ND: read, never copied).
+of github.com/andres-fr/blender-mvnx-io (GPL-3.0), ``tests/test_freebvh.bvh`` of
+github.com/20tab/bvh-python (a Mixamo-rigged walk; MIT repository, the file's origin not stated), LAFAN1 BVHs
+(CC BY-NC-ND: read, never copied).
 
 Per file: format, frames, rate, read time, the readers' notices (floor, derived segments, units, rest
 pose), for MVNX the angular-velocity frame check (the file's ``angularVelocity`` against the world- and

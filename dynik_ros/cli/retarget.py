@@ -290,6 +290,8 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
     margin = np.where(margin > -1e-12, np.maximum(margin, 0.0), margin)  # no "-0.00" from rounding
     ratio = np.abs(s_dot).max(axis=0) / robot.velocity_limit if s_dot.size else np.zeros(robot.n_joints)
     speed_breaches = int(np.sum(np.abs(s_dot) > robot.velocity_limit * (1.0 + 1e-6)))
+    saturated = np.abs(s_dot) >= 0.99 * robot.velocity_limit  # a joint held back by its velocity limit
+    at_speed_limit = float(np.mean(saturated.any(axis=1))) if s_dot.size else 0.0
     at_limit = float(np.mean(np.minimum(below, above) < math.radians(1.0))) if s.size else 0.0
     ms = result.solve_time * 1e3
     ori_deg = np.degrees(result.orientation_error)
@@ -314,6 +316,7 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         "limit_violation_rad": violation,
         "peak_velocity_ratio": float(ratio.max()) if ratio.size else 0.0,
         "speed_breaches": float(speed_breaches),
+        "samples_at_velocity_limit": at_speed_limit,
         "step_p50_ms": float(np.percentile(ms, 50)),
         "step_p99_ms": float(np.percentile(ms, 99)),
         "qp_failures": float((~result.solved).sum()),
@@ -362,6 +365,8 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         f"{'peak |ds/dt| / velocity limit (joint)':<44} {stats['peak_velocity_ratio']:.2f} "
         f"({robot.joint_names[int(ratio.argmax())] if ratio.size else '-'}; output finite differences)",
         f"{'joint-samples above the velocity limit':<44} {speed_breaches}",
+        f"{'samples with a joint at its velocity limit':<44} {100 * at_speed_limit:.1f} % (>= 0.99 of it; "
+        "a slower take: --time-scale)",
     ]
     for figures in feet:  # measured on the written trajectory (retarget/foot_figures.py)
         lines.append(f"{'foot ' + figures.side:<44} {figures.line()}")
@@ -542,6 +547,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--force-calibration", action="store_true", help="calibrate even on a frame far from a T-pose"
     )
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="play the capture this many times slower (2: half speed, stamps x2, velocities /2), so a robot "
+        "with lower velocity limits can follow (default 1)",
+    )
     parser.add_argument("--settle", type=float, default=1.0, help="IK seconds spent on the first frame first")
     parser.add_argument("--gain", type=float, help="set every target gain K of eq. (9), 1/s")
     parser.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="output bag storage")
@@ -629,6 +641,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.duration <= 0 or args.rate <= 0:
         parser.error("--duration and --rate must be positive")
+    if not (math.isfinite(args.time_scale) and args.time_scale > 0):
+        parser.error("--time-scale must be positive")
     if args.video is not None:
         from dynik_ros.retarget.render import check_video_path
 
@@ -684,6 +698,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(motion) < 2:
         print("dynik-retarget: error: the motion needs at least two samples", file=sys.stderr)
         return 2
+    from dynik_ros.io.human_motion import time_scaled
+
+    motion = time_scaled(motion, args.time_scale)
+    if args.time_scale != 1.0:  # the same footfalls: contact speeds and blend times follow the clock
+        retargeter.time_scale_contact(args.time_scale)
 
     args.out.mkdir(parents=True, exist_ok=True)
     bag_path = args.out / "bag"

@@ -111,6 +111,29 @@ def save_npz_motion(motion: Any, path: str | Path) -> Path:
     return path
 
 
+def time_scaled(motion: HumanMotion, factor: float) -> HumanMotion:
+    """``motion`` played ``factor`` times slower (``factor`` > 1) or faster (< 1): sample times multiplied by
+    ``factor`` (about the epoch, so ``stamp_origin_ns`` still stamps t = 0), velocities divided by it; poses
+    and calibration frames unchanged."""
+    factor = float(factor)
+    if not (math.isfinite(factor) and factor > 0.0):
+        raise ValueError(f"time scale must be positive and finite, got {factor}")
+    if factor == 1.0:
+        return motion
+    from dataclasses import replace
+
+    return replace(
+        motion,
+        times=np.asarray(motion.times, dtype=float) * factor,
+        linear_velocities=np.asarray(motion.linear_velocities, dtype=float) / factor,
+        angular_velocities=np.asarray(motion.angular_velocities, dtype=float) / factor,
+        source=f"{motion.source}, played {factor:g}x slower"
+        if factor > 1
+        else f"{motion.source}, played {1 / factor:g}x faster",
+        notices=list(motion.notices),
+    )
+
+
 def _ordered(motion: HumanMotion, differentiate: bool = False) -> HumanMotion:
     """Samples sorted by stamp, repeated stamps dropped (a warning on stderr); with ``differentiate``
     the velocities are then computed by :func:`finite_difference_twists`."""

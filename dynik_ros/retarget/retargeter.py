@@ -149,6 +149,25 @@ class Retargeter:
         )
         self.reset()
 
+    def time_scale_contact(self, factor: float) -> None:
+        """For a take played ``factor`` times slower (``dynik-retarget --time-scale``): the contact speed
+        thresholds divided by ``factor`` and its blend and release times multiplied by it, so the feet land
+        and lift on the same samples and blend over the same share of the motion as at the capture's speed
+        (the human's speeds are divided by ``factor`` too; unscaled thresholds would start contacts while
+        the foot still moves)."""
+        from dataclasses import replace
+
+        c = self.config.contact
+        contact = replace(
+            c,
+            speed_on=c.speed_on / factor,
+            speed_off=c.speed_off / factor,
+            blend_time=c.blend_time * factor,
+            release_time=c.release_time * factor,
+        )
+        self.config = replace(self.config, contact=contact)
+        self.set_calibration(self.calibration)
+
     def calibrate(
         self, poses: Mapping[str, Pose] | None = None, ground_height: float | None = None
     ) -> Calibration:

@@ -1,0 +1,56 @@
+"""--time-scale: the capture played slower (stamps stretched, velocities divided), checked on the output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dynik_ros.cli.retarget import main
+from dynik_ros.io.human_motion import time_scaled
+from dynik_ros.io.motion_files import read_motion_file
+
+EXCERPT = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
+
+
+def test_time_scaled_stretches_stamps_and_divides_velocities():
+    motion = read_motion_file(EXCERPT)
+    slow = time_scaled(motion, 2.5)
+    np.testing.assert_allclose(slow.times, 2.5 * motion.times)
+    np.testing.assert_allclose(slow.linear_velocities, motion.linear_velocities / 2.5)
+    np.testing.assert_allclose(slow.angular_velocities, motion.angular_velocities / 2.5)
+    assert slow.positions is motion.positions and slow.rotations is motion.rotations
+    assert slow.stamp_origin_ns == motion.stamp_origin_ns and "2.5x slower" in slow.source
+    assert time_scaled(motion, 1.0) is motion
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="time scale"):
+            time_scaled(motion, bad)
+
+
+def test_time_scale_slows_the_written_trajectory(tmp_path, capsys):
+    """G1 on the CMU walk: at the capture's speed its right knee reaches its velocity limit (finite
+    differences of the written trajectory); played twice as slow the output spans twice the time and the
+    peak joint speed ratio drops."""
+    peaks = {}
+    for scale in (1.0, 2.0):
+        out = tmp_path / f"x{scale:g}"
+        code = main(
+            [str(EXCERPT), "--robot", "g1", "--out", str(out), "--no-bag", "--no-plots", "--quiet",
+             "--settle", "0.3", "--time-scale", str(scale)]
+        )  # fmt: skip
+        assert code == 0
+        data = np.load(out / "retarget.npz")
+        times, q = data["times"], data["q"][:, 7:]
+        peaks[scale] = (np.abs(np.diff(q, axis=0)) / np.diff(times)[:, None] / data["velocity_limit"]).max()
+        summary = (out / "summary.txt").read_text()
+        assert "samples with a joint at its velocity limit" in summary
+        if scale == 2.0:
+            assert "played 2x slower" in summary
+            motion = read_motion_file(EXCERPT)
+            np.testing.assert_allclose(times, 2.0 * motion.times)
+    assert peaks[1.0] > 0.99
+    assert peaks[2.0] < 0.9 * peaks[1.0]
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main([str(EXCERPT), "--time-scale", "0", "--out", str(tmp_path / "bad")])
