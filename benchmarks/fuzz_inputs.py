@@ -207,6 +207,7 @@ def fuzz_link_states(
             "checks": probe.checks,
             "announced_not_received": probe.announced_not_received,
             "unpaired_commands": probe.unpaired_commands,
+            "missed_commands": probe.missed_commands,
             "crashes": rig.crashes,
             "crash_count": rig.crash_count,
             "nodes_active": ik.lifecycle_state == "active" and bridge.lifecycle_state == "active",

@@ -157,6 +157,24 @@ class Rig:
         rclpy.shutdown(context=self.context)
 
 
+def pair_command(pending: deque, values: np.ndarray, search: int = 64) -> tuple[int | None, int]:
+    """``(time, missed)`` for a command received on the wire: the first of the bridge's emitted
+    ``(time, command)`` entries (oldest first) whose command equals ``values`` bit for bit, within the
+    next ``search`` entries; the entries before it were emitted but never received (``missed``: dropped
+    by an overloaded probe's queue) and are discarded. ``(None, 0)`` and nothing discarded when none
+    matches. Pairing by position instead shifted every later pair by one after one lost command, and the
+    speed check then compared commands with the wrong times (false ``command_too_fast`` under load).
+    Among equal consecutive commands (a hold) the earliest is taken: its ``Δt`` is then the longer one."""
+    for i, (time_ns, command) in enumerate(pending):
+        if i >= search:
+            break
+        if command is None or (command.shape == values.shape and np.array_equal(command, values)):
+            for _ in range(i + 1):
+                pending.popleft()
+            return time_ns, i
+    return None, 0
+
+
 class Probe:
     """The harness's eyes on the wire (see the module docstring). ``truth[stamp]`` = ``(L, 3, 3)`` link
     rotations registered by the harness; ``errors[stamp]`` = the tracking error of the IK output for it."""
@@ -182,8 +200,10 @@ class Probe:
         self._joints: OrderedDict[int, np.ndarray] = OrderedDict()
         self._bases: OrderedDict[int, np.ndarray] = OrderedDict()
         self._order: np.ndarray | None = None
-        self.command_stamps: deque[int] = deque()
+        # (time the bridge rate-limited it with, the command) per command the bridge emitted, not yet seen
+        self.command_stamps: deque[tuple[int, np.ndarray | None]] = deque(maxlen=BOUND)
         self.unpaired_commands = 0
+        self.missed_commands = 0  # emitted but never received (a probe falling behind a saturated machine)
         self.announced_not_received = 0
         self._stalled = False
         self.diagnostics: dict[str, dict[str, str]] = {}
@@ -201,15 +221,20 @@ class Probe:
         if event in ("command", "command_repeat"):
             # the time the bridge rate-limited this command with: the input stamp (clock:=message) or its
             # node clock, which it stores right before emitting
-            self.command_stamps.append(getattr(self._bridge, "_last_sent_ns", stamp))
+            command = getattr(self._bridge, "last_command", None)
+            self.command_stamps.append(
+                (getattr(self._bridge, "_last_sent_ns", stamp), None if command is None else command.copy())
+            )
         if self._previous_trace is not None:
             self._previous_trace(event, stamp)
 
     def _on_command(self, msg: Any) -> None:
-        stamp = self.command_stamps.popleft() if self.command_stamps else None
+        values = np.asarray(msg.data, dtype=float)
+        stamp, missed = pair_command(self.command_stamps, values)
+        self.missed_commands += missed
         if stamp is None:
             self.unpaired_commands += 1
-        self.checks.command(np.asarray(msg.data, dtype=float), stamp)
+        self.checks.command(values, stamp)
 
     def _on_joints(self, msg: Any) -> None:
         stamp = self._stamp(msg.header.stamp)

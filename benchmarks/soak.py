@@ -163,6 +163,7 @@ def soak(duration: float, rate: float, domain_id: int | None) -> dict[str, Any]:
             "ik_steps": ik.steps,
             "checks": probe.checks,
             "unpaired_commands": probe.unpaired_commands,
+            "missed_commands": probe.missed_commands,
             "cpu_percent": 100.0 * cpu / wall,
             "rss_start_mb": float(rss[rss[:, 0] >= warmup][0, 1])
             if np.any(rss[:, 0] >= warmup)
@@ -214,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     bad = breaches or r["crash_count"] or r["freezes"] or not r["nodes_active"]
     print(
         f"  refused {r['refused']}, re-based {r['rebased']}, samples without IK output {r['unanswered']}; "
-        f"fastest command at {checks.max_speed_ratio:.3f} x the velocity limit"
+        f"fastest command at {checks.max_speed_ratio:.3f} x the velocity limit; commands the probe missed "
+        f"{r['missed_commands']} (checked over the longer interval), unpaired {r['unpaired_commands']}"
     )
     print(
         f"  invariants: wire breaches {breaches or 0} ({checks.joint_states} IK outputs, {checks.commands} "

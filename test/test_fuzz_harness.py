@@ -424,3 +424,31 @@ def test_the_link_state_fuzzer_passes_healthy_nodes(fuzz):
     assert not r["checks"].breaches and r["crash_count"] == 0 and r["nodes_active"]
     assert sum(r["tracker"].freezes.values()) == 0 and r["checks"].commands > 300
     assert r["refused"].get("nan", 0) + r["refused"].get("wrong_lengths", 0) > 0
+
+
+def test_commands_are_paired_with_their_times_by_content_not_position(monkeypatch):
+    """A command the probe never received (dropped by its queue under load) must not shift the pairing
+    of every later one: the speed check would compare commands with the wrong times (the soak's false
+    command_too_fast breaches on a saturated machine). Content pairing skips the lost one and checks the
+    next over the longer interval, which stays within the limit."""
+    from collections import deque
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from fuzz_rig import pair_command
+
+    ms = 1_000_000
+    emitted = [(k * 10 * ms, np.array([0.01 * k, -0.01 * k])) for k in range(6)]  # 1 rad/s, 10 ms apart
+    pending = deque(emitted)
+    checks = WireChecks(np.full(2, -1.0), np.full(2, 1.0), np.full(2, 1.0))
+    for k in (0, 1, 3, 4, 5):  # command 2 never arrives
+        time_ns, missed = pair_command(pending, emitted[k][1].copy())
+        assert time_ns == emitted[k][0] and missed == (1 if k == 3 else 0)
+        checks.command(emitted[k][1], time_ns)
+    assert not checks.breaches and checks.max_speed_ratio == pytest.approx(1.0)
+    assert not pending
+    assert pair_command(deque(emitted[:2]), np.array([9.0, 9.0])) == (None, 0)  # unknown: nothing dropped
+    # the old positional pairing, for contrast: after the lost command every pair is one period off
+    shifted = WireChecks(np.full(2, -1.0), np.full(2, 1.0), np.full(2, 1.0))
+    for (time_ns, _), k in zip(emitted, (0, 1, 3, 4, 5), strict=False):
+        shifted.command(emitted[k][1], time_ns)
+    assert shifted.breaches  # 0.02 rad in 10 ms: 2x the limit
