@@ -63,6 +63,7 @@ from dynik_ros.nodes.conversions import (
     odometry_msg,
     transform_stamped,
 )
+from dynik_ros.nodes.ik_balance import BalanceInput
 from dynik_ros.nodes.ik_base_feedback import BaseFeedback
 from dynik_ros.nodes.ik_markers import MarkerBuilder
 from dynik_ros.nodes.ik_params import IK_PARAMS
@@ -81,7 +82,7 @@ LOCAL_REASONS = (
 _TF_NOTICE_GIVEN = False
 
 
-class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
+class IKNode(BalanceInput, BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
     """Lifecycle node running :class:`DynamicalIK` on the link-state stream."""
 
     PARAMS = IK_PARAMS
@@ -107,6 +108,7 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
         self._tf_type = None
         self._latest = None
         self.tf_available = False
+        self._clear_balance()
         self.reset_statistics()
 
     def reset_statistics(self) -> None:
@@ -162,10 +164,9 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
         else:
             if not p["model"]:
                 raise ConfigError("model", "set model (human66|human48) or robot")
-            if p["config_file"]:
-                raise ConfigError(
-                    "config_file", "is only used with robot:=...; leave it empty for a human model"
-                )
+            for name in ("config_file", "balance"):
+                if p[name]:
+                    raise ConfigError(name, "is only used with robot:=...; leave it off for a human model")
             self._load_human(p)
         base = p["base_frame"] or self._root_link()
         try:
@@ -203,6 +204,7 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
                 self.create_subscription(Odometry, "/robot/base_odom", self._on_odom, SENSOR_QOS)
             )
         self._entities += self._setup_retarget_calibration(p)
+        self._entities += self._setup_balance(p)
 
     def _load_human(self, p: dict[str, Any]) -> None:
         from dynik_ros.models.assets import human_tracking_targets, urdf_path
@@ -248,6 +250,7 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
         self.robot = self.retargeter.robot
         self._lock(p)
         self.targets = self.retargeter.targets
+        self._balance_retargeter(p)
         self.ik = self.retargeter.make_ik(_ik_config(p))
         # The map's per-target gains stay unless a gain parameter is set away from its default.
         defaults = {spec.name: spec.default for spec in self.PARAMS}
@@ -445,7 +448,10 @@ class IKNode(BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLife
             if self._last_ns is None:
                 self._first_ns = links.stamp_ns
                 self.retargeter.reset()  # world alignment from this first sample
-            return self.retargeter.measurements(poses, twists, time=(links.stamp_ns - self._first_ns) * 1e-9)
+                if self.online_balance is not None:
+                    self.online_balance.reset()
+            time = (links.stamp_ns - self._first_ns) * 1e-9
+            return self._balanced(self.retargeter.measurements(poses, twists, time=time), time)
         return self.targets.measurements_from_links(poses, twists)
 
     def _make_base_feed_forward(self, source: str) -> Any:

@@ -71,6 +71,19 @@ IK_PARAMS = (
         high=1e4,
     ),
     ParamSpec(
+        "balance",
+        False,
+        "Robot only: keep the CoM over the feet in contact (the map's balance section: CoM rows and hard "
+        "support rows, retarget/online_balance.py), the contact state from contact_source.",
+    ),
+    ParamSpec(
+        "contact_source",
+        "kinematic",
+        "With balance: 'kinematic' = the retargeter's foot contact; 'topic' = /human/contact_state "
+        "(std_msgs/String none|left|right|double, e.g. dynamics_node).",
+        choices=("kinematic", "topic"),
+    ),
+    ParamSpec(
         "link_states_reliable",
         False,
         "Subscribe to /human/link_states reliable (needs a reliable publisher: wearable_node "

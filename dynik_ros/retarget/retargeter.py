@@ -147,6 +147,7 @@ class Retargeter:
         self.contact = FootContact(
             config.feet, config.contact, calibration, self.links, [pos_rows[f.frame] for f in config.feet]
         )
+        self.last_contacts = np.full(len(config.feet), -1)  # of the last measurements() call
         self.reset()
 
     def time_scale_contact(self, factor: float) -> None:
@@ -351,7 +352,8 @@ class Retargeter:
             zero = (np.zeros(3), np.zeros(3))
             v = np.array([twists.get(k, zero)[0] for k in self.links], dtype=float)[None]
             w = np.array([twists.get(k, zero)[1] for k in self.links], dtype=float)[None]
-        out, _ = self.compute(np.array([time]), p, r, v, w)
+        out, flags = self.compute(np.array([time]), p, r, v, w)
+        self.last_contacts = flags[0]  # this sample's foot contact (index of the sole point, -1: none)
         return out[0]
 
     def motion_arrays(self, motion) -> tuple[np.ndarray, ...]:
