@@ -3,7 +3,9 @@
 ``interface:=joint_trajectory`` publishes one-point ``trajectory_msgs/JointTrajectory`` messages on
 ``<controller>/joint_trajectory`` (``header.stamp`` zero = start now, point at ``time_from_start``);
 ``interface:=forward_command`` publishes ``std_msgs/Float64MultiArray`` on ``<controller>/commands``.
-Joint order is the controller's (``joints``). Each fresh input is commanded at once; otherwise the last
+Joint order is the controller's (``joints``); with ``robot:=`` and no ``joints``, the robot map's
+``actuated_joints`` (a mechanism with loops: the passive joints the IK solves are never commanded). Each
+fresh input is commanded at once; otherwise the last
 command is repeated every ``1 / command_rate`` s. Commands are clamped to the position limits and
 rate-limited to the velocity limits of the model (node clock), never NaN, and none at all while the node
 is not active. After activation the command ramps over ``ramp_time`` from the robot's measured
@@ -63,7 +65,12 @@ class BridgeNode(DynikLifecycleNode):
             "Command message.",
             choices=("joint_trajectory", "forward_command"),
         ),
-        ParamSpec("joints", [], "The controller's joints, in its order ([] = every IK joint in IK order)."),
+        ParamSpec(
+            "joints",
+            [],
+            "The controller's joints, in its order ([] = every IK joint in IK order; with robot, the map's "
+            "actuated_joints if it lists them: passive loop joints are never commanded).",
+        ),
         ParamSpec("urdf", "", "URDF giving the joint limits (first choice)."),
         ParamSpec("robot", "", "Robot name whose retargeting model gives the limits (second choice)."),
         ParamSpec("config_file", "", "Retargeting YAML for robot ('' = the robot's default)."),
@@ -129,10 +136,16 @@ class BridgeNode(DynikLifecycleNode):
         if not p["controller"].strip("/"):
             raise ConfigError("controller", "is empty")
         robot = self._load_model(p)
-        joints = list(p["joints"]) or list(robot.joint_names)
+        actuated = list(self._actuated or robot.joint_names)
+        joints = list(p["joints"]) or actuated
         unknown = [j for j in joints if j not in robot.joint_names]
         if unknown:
             raise ConfigError("joints", f"unknown joint names {unknown} (not in the model '{robot.name}')")
+        passive = [j for j in joints if j not in actuated]
+        if passive:
+            raise ConfigError(
+                "joints", f"{passive} are passive in the map of '{robot.name}' (not in its actuated_joints)"
+            )
         if len(set(joints)) != len(joints):
             raise ConfigError("joints", "repeated joint names")
         index = [robot.joint_index(j) for j in joints]
@@ -163,6 +176,8 @@ class BridgeNode(DynikLifecycleNode):
         ]
 
     def _load_model(self, p: dict[str, Any]) -> RobotModel:
+        """The model giving the limits; with ``robot``, also its map's actuated joints (``_actuated``)."""
+        self._actuated: tuple[str, ...] = ()
         if p["urdf"]:
             try:
                 return RobotModel.from_urdf_file(p["urdf"])
@@ -176,7 +191,9 @@ class BridgeNode(DynikLifecycleNode):
                     "robot", f"robot models are not available here (dynik_ros.retarget: {exc})"
                 ) from None
             try:
-                return Retargeter.from_config(p["config_file"] or p["robot"]).robot
+                retargeter = Retargeter.from_config(p["config_file"] or p["robot"])
+                self._actuated = retargeter.config.actuated_joints
+                return retargeter.robot
             except (FileNotFoundError, KeyError, ValueError) as exc:
                 raise ConfigError("config_file" if p["config_file"] else "robot", str(exc)) from None
         if not p["model"]:

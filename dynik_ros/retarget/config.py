@@ -28,13 +28,15 @@ complete files are ``config/icub.yaml``, ``config/g1.yaml`` and ``config/talos.y
       velocity: {left_knee_joint: 12.0}         # rad/s, per joint
       velocity_cap: 20.0                         # rad/s, every joint (before the per-joint values); 0 locks
     locked_joints: [waist_roll_joint]            # held at their neutral value (URDF velocity 0: locked too)
+    actuated_joints: []                          # the motors, if not all: bridge_node commands only these;
+                                                 # the others (passive loop joints) are solved, never sent
     constraints:                                 # A s <= b on the listed joints (eq. 11)
       - {name: hip + knee, joints: [left_hip_pitch_joint, left_knee_joint], A: [[-1, 1]], b_deg: [170]}
 
 Top-level keys: ``robot``, ``root``, ``calibration``, ``targets`` (required); ``human``, ``initial``,
 ``alignment``, ``defaults``, ``feet``, ``contact``, ``limits``, ``constraints``, ``locked_joints``,
-``balance`` (:mod:`.balance`), ``regularizers`` (:mod:`dynik_ros.core.regularizers`) (optional). Every
-error names the file and the key (``config/g1.yaml: targets[3].offset: ...``).
+``actuated_joints``, ``balance`` (:mod:`.balance`), ``regularizers`` (:mod:`dynik_ros.core.regularizers`)
+(optional). Every error names the file and the key (``config/g1.yaml: targets[3].offset: ...``).
 
 Rotation offsets: ``R_robot_frame = R_human_link @ offset`` (the robot frame's orientation in the human
 link's frame), so the orientation target of eq. (2) for the robot frame is the measured human link
@@ -180,6 +182,7 @@ class RetargetConfig:
     velocity_limits: dict[str, float] = field(default_factory=dict)
     velocity_cap: float | None = None
     locked_joints: tuple[str, ...] = ()
+    actuated_joints: tuple[str, ...] = ()  # () = every joint; else the only ones a command carries
     constraints: tuple[ConstraintSpec, ...] = ()
     hinges: tuple[tuple[str, str], ...] = ()  # (parent frame, child frame): retarget/hinge_alignment.py
     source: Path | None = None
@@ -229,6 +232,8 @@ class RetargetConfig:
             joint(name, "limits.velocity")
         for name in self.locked_joints:
             joint(name, "locked_joints")
+        for name in self.actuated_joints:
+            joint(name, "actuated_joints")
         for i, c in enumerate(self.constraints):
             for name in c.joints:
                 joint(name, f"constraints[{i}].joints")
@@ -291,6 +296,8 @@ class RetargetConfig:
             out["limits"] = limits
         if self.locked_joints:
             out["locked_joints"] = list(self.locked_joints)
+        if self.actuated_joints:
+            out["actuated_joints"] = list(self.actuated_joints)
         if self.constraints:
             out["constraints"] = [
                 {
@@ -532,6 +539,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "limits",
             "constraints",
             "locked_joints",
+            "actuated_joints",
             "balance",
             "regularizers",
             "hinges",
@@ -676,6 +684,11 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
     locked = top.get("locked_joints") or []
     if not isinstance(locked, list) or not all(isinstance(j, str) for j in locked):
         raise r.error("locked_joints", "expected a list of joint names")
+    actuated = top.get("actuated_joints") or []
+    if not isinstance(actuated, list) or not all(isinstance(j, str) for j in actuated):
+        raise r.error("actuated_joints", "expected a list of joint names")
+    if len(set(actuated)) != len(actuated):
+        raise r.error("actuated_joints", "repeated joint names")
 
     constraints = []
     for i, node in enumerate(top.get("constraints") or []):
@@ -726,6 +739,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         position_limits=position_limits,
         velocity_limits=velocity_limits,
         locked_joints=tuple(locked),
+        actuated_joints=tuple(actuated),
         velocity_cap=(
             None
             if lim.get("velocity_cap") is None
