@@ -20,7 +20,8 @@ The rows are first order: a large step (a target 1 m away asks for 70 rad/s on t
 the loop by 3.7 cm in one step, and the next steps' rows, asked to close it within the velocity limits, were
 infeasible (the IK held for good). So after each step the joints are projected back onto the loops, as the
 seed's forward kinematics does (``min |C(s)|^2`` by Gauss-Newton, eq. 1): ``ds = -J^+ e`` on the joint
-columns until ``|e| < 1e-10`` m (at most 5 iterations), joints clipped into their limits.
+columns until ``|e| < 1e-10`` m (at most 5 iterations), joints clipped into their limits. Both the rows and
+the projection act only in the directions the joints move the loops in (:data:`RANK_TOLERANCE`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,26 @@ import numpy as np
 import pinocchio as pin
 
 from dynik_ros.core.robot_model import RobotModel
+
+RANK_TOLERANCE = 1e-6  # loop directions moved less than this (relative to the best) are left alone
+
+
+def _well_conditioned(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``A nu = b`` rotated onto the directions the joints can move the loops in (``U^T A nu = U^T b``,
+    singular values above ``RANK_TOLERANCE`` times the largest) and padded with ``0 = 0`` rows. A nearly
+    planar loop (Cassie's rods: joint axes parallel to 1e-3) has a third direction the joints move it by
+    1e-7 m per rad: asked to close a round-off error there, the rows (and the projection) demanded
+    radians per step and drove the joints into their limits."""
+    if not a.size:
+        return a, b
+    u, singular, vt = np.linalg.svd(a, full_matrices=False)
+    keep = singular > RANK_TOLERANCE * max(float(singular[0]), 1e-300)
+    rows = np.zeros_like(a)
+    rhs = np.zeros_like(b)
+    n = int(keep.sum())
+    rows[:n] = singular[keep, None] * vt[keep]
+    rhs[:n] = u[:, keep].T @ b
+    return rows, rhs
 
 
 @dataclass(frozen=True)
@@ -101,7 +122,7 @@ class LoopRows:
             targets.append((shrink * self.errors[k : k + m] - e_pred[k : k + m]) / dt + rows @ predicted_mean)
             blocks.append(rows)
             k += m
-        return np.vstack(blocks), np.concatenate(targets)
+        return _well_conditioned(np.vstack(blocks), np.concatenate(targets))
 
     def project(
         self, joints: np.ndarray, base_position, base_rotation, tolerance: float = 1e-10
@@ -128,7 +149,7 @@ class LoopRows:
                     for (a, b), loop in zip(self._ids, self.loops, strict=True)
                 ]
             )
-            step = np.linalg.lstsq(jac, -error, rcond=1e-10)[0]
+            step = np.linalg.lstsq(jac, -error, rcond=RANK_TOLERANCE)[0]
             joints = np.clip(joints + step, robot.lower, robot.upper)
             if robot.has_reductions:
                 joints = robot.apply_reductions(joints)
