@@ -1,0 +1,125 @@
+"""The balanced G1 walk played in the MuJoCo sim with a free base (issue 12 item 4, an experiment): does a
+quasi-statically balanced retarget stand up to physics with position servos and no balance controller?
+
+The synthetic walk is retargeted with the map's balance on (the look-ahead plan of ``retarget/balance.py``).
+The sim starts standing; a transition first moves the CoM over the stance foot of the start frame with both
+feet down (a dynamical-IK run with the support rows), then blends the joints to the start frame; from there
+the output is played ``--slow`` times slower than recorded. The run reports when the base fell (pelvis
+below 0.45 m or tilted more than 45 deg) and which phase of the gait that was.
+
+    .venv/bin/python benchmarks/balance_sim.py [--slow 4] [--start 30] [--kp-scale 4] [--hold]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import replace
+
+import numpy as np
+
+
+def com_shift(retargeter, flags: np.ndarray, start: int, seconds: float = 3.0) -> np.ndarray:
+    """Standing pose with the CoM over the stance foot of frame ``start``, both feet kept down."""
+    from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
+    from dynik_ros.core.targets import FrameTarget, Measurements
+    from dynik_ros.retarget.balance import ik_config, sole_polygon
+
+    robot, feet = retargeter.robot, retargeter.config.feet
+    q_stand = retargeter.initial_configuration()
+    down = np.flatnonzero(flags[start] >= 0)
+    stance = int(down[0]) if len(down) else 0
+    frames = [f.frame for f in feet]
+    weight = (10.0,) * 3
+    targets = [
+        FrameTarget(f, position=True, orientation=True, position_weight=weight, orientation_weight=weight)
+        for f in frames
+    ]
+    targets.append(FrameTarget(retargeter.config.root.frame, position=False, orientation=True))
+    config = ik_config(replace(retargeter.config.balance, enabled=True), feet, DynamicalIKConfig())
+    ik = DynamicalIK(robot, targets, config, q_stand)
+    poses = [robot.frame_pose(q_stand, f) for f in [*frames, retargeter.config.root.frame]]
+    sole_centre = np.mean(np.array(sole_polygon(feet[stance].sole, 0.0)), axis=0)
+    centre = poses[stance][0] + poses[stance][1] @ sole_centre
+    sample = Measurements(
+        np.array([p for p, _ in poses[: len(frames)]]),
+        np.array([r for _, r in poses]),
+        com_position=np.array([centre[0], centre[1], 0.0]),
+        com_velocity=np.zeros(3),
+        contacts=np.ones(len(frames), dtype=bool),
+    )
+    q = q_stand
+    for _ in range(int(round(seconds / 0.01))):
+        q, _ = ik.step(sample, 0.01)
+    return np.array(q)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--slow", type=float, default=4.0, help="playback this many times slower")
+    parser.add_argument("--start", type=int, default=30, help="first frame played (100 Hz samples)")
+    parser.add_argument("--transition", type=float, default=4.0, help="standing -> start frame [s]")
+    parser.add_argument("--kp-scale", type=float, default=1.0, help="servo stiffness scale (SimConfig)")
+    parser.add_argument("--hold", action="store_true", help="only shift the CoM over the stance foot, hold")
+    args = parser.parse_args(argv)
+    from dynik_ros.retarget.human import synthetic_human_motion
+    from dynik_ros.retarget.retargeter import Retargeter
+    from dynik_ros.sim.simulator import SimConfig, Simulator
+
+    retargeter = Retargeter.from_config("g1")
+    retargeter.config = replace(retargeter.config, balance=replace(retargeter.config.balance, enabled=True))
+    human = retargeter.config.human
+    motion = synthetic_human_motion("walking", 6.0, 100.0, height=human.height, mass=human.mass)
+    measurements, flags = retargeter.motion_measurements(motion)
+    measurements = retargeter.balanced(motion.times, measurements, flags)
+    q = np.asarray(retargeter.run(motion.times, measurements, settle=1.0, contacts=flags).q)
+    shifted = com_shift(retargeter, flags, args.start)
+    sim = Simulator.from_robot("g1", SimConfig(base_mode="free", kp_scale=args.kp_scale))
+    index = [retargeter.robot.joint_names.index(j) for j in sim.joint_names]
+    standing = sim.controlled_positions().copy()
+    half, period = args.transition / 2, 0.01 * args.slow
+    last = len(q) - 1
+    end = args.transition + (last - args.start) * period + 1.0
+    t0, fell, worst_tilt = sim.time, None, 0.0
+    while sim.time - t0 < end:
+        t = sim.time - t0
+        if t < half:
+            a = 0.5 - 0.5 * math.cos(math.pi * t / half)
+            target = (1 - a) * standing + a * shifted[7:][index]
+        elif args.hold:
+            target = shifted[7:][index]
+        elif t < args.transition:
+            a = 0.5 - 0.5 * math.cos(math.pi * (t - half) / half)
+            target = (1 - a) * shifted[7:][index] + a * q[args.start, 7:][index]
+        else:
+            f = args.start + min((t - args.transition) / period, last - args.start)
+            k = int(f)
+            w = f - k
+            target = ((1 - w) * q[k, 7:] + w * q[min(k + 1, last), 7:])[index]
+        sim.follower.set_positions(target, sim.time)
+        sim.step(5)
+        position, rotation = sim.base_pose()
+        tilt = math.degrees(math.acos(float(np.clip(rotation[2, 2], -1.0, 1.0))))
+        worst_tilt = max(worst_tilt, tilt)
+        if fell is None and (position[2] < 0.45 or tilt > 45.0):
+            fell = t
+            break
+    if fell is None:
+        print(f"standing after {end:.1f} s (largest tilt {worst_tilt:.1f} deg)")
+        return 0
+    if fell < half:
+        phase = "while shifting the CoM over the stance foot (both feet down)"
+    elif fell < args.transition:
+        phase = "holding the CoM over the stance foot" if args.hold else "while blending to the start frame"
+    else:
+        frame = args.start + int((fell - args.transition) / period)
+        down = ["left" if flags[frame, 0] >= 0 else "", "right" if flags[frame, 1] >= 0 else ""]
+        phase = f"at frame {frame} (feet in contact: {' '.join(d for d in down if d) or 'none'})"
+    print(f"fell at {fell:.2f} s {phase}")
+    return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
