@@ -190,18 +190,24 @@ class MultiProcessRunner(PipelineRunner):
         for topic in self.pipeline.record:
             if topic != COMMANDS_TOKEN:
                 topics.append((topic, *_topic_type(topic)))
-                continue
-            from std_msgs.msg import Float64MultiArray
-            from trajectory_msgs.msg import JointTrajectory
+            else:
+                topics += [(t, kind, False) for t, kind in self._command_topics()]
+        return topics
 
-            for entry in self.pipeline.nodes:
-                if entry.executable == "bridge_node":
-                    p = entry.parameters
-                    controller = str(p.get("controller", "joint_trajectory_controller")).rstrip("/")
-                    if p.get("interface", "joint_trajectory") == "joint_trajectory":
-                        topics.append((_absolute(f"{controller}/joint_trajectory"), JointTrajectory, False))
-                    else:
-                        topics.append((_absolute(f"{controller}/commands"), Float64MultiArray, False))
+    def _command_topics(self) -> list[tuple[str, type]]:
+        """Each bridge's command topic and type (from its parameters: the bridge lives in a child)."""
+        from std_msgs.msg import Float64MultiArray
+        from trajectory_msgs.msg import JointTrajectory
+
+        topics = []
+        for entry in self.pipeline.nodes:
+            if entry.executable == "bridge_node":
+                p = entry.parameters
+                controller = str(p.get("controller", "joint_trajectory_controller")).rstrip("/")
+                if p.get("interface", "joint_trajectory") == "joint_trajectory":
+                    topics.append((_absolute(f"{controller}/joint_trajectory"), JointTrajectory))
+                else:
+                    topics.append((_absolute(f"{controller}/commands"), Float64MultiArray))
         return topics
 
     def _start_children(self, workdir: Path) -> None:
@@ -255,7 +261,7 @@ class MultiProcessRunner(PipelineRunner):
             if self._records():
                 recorder = self._start_recorder_on(node)
                 self._wait_for_publishers(node, executor, [t for t, _, _ in self._record_topics()])
-            watcher = _EndWatcher(node, self._wearable_name())
+            watcher = _EndWatcher(node, self._wearable_name(), self._command_topics())
             self._drive(clients, "activate")
             self.log(f"  every node active ({len(self.children)} processes)")
             loop_start = time.monotonic()
@@ -343,19 +349,24 @@ class MultiProcessRunner(PipelineRunner):
 
     def _spin_until_done(self, executor: Any, watcher: _EndWatcher) -> bool:
         """As the one-process runner: the source exhausted and its last sample answered by the IK (or a
-        quiet 0.5 s), then 0.2 s for the last commands and recordings. False on timeout."""
+        quiet 0.5 s); then every IK output commanded by the bridges (a bridge in another process may be
+        behind on a loaded machine: a fixed 0.2 s lost the last commands of a run once) or no command
+        for 2 s, and 0.2 s more for the recordings. False on timeout."""
         deadline = time.monotonic() + self.timeout
         drained = math.inf
+        answered_at = math.inf
         while time.monotonic() < deadline:
             self._check_interrupt()
             self._check_alive()
             executor.spin_once(timeout_sec=0.02)
             now = time.monotonic()
-            if watcher.finished_at is not None and drained == math.inf:
+            if watcher.finished_at is not None and answered_at == math.inf:
                 answered = watcher.last_input is None or watcher.last_output >= watcher.last_input
                 quiet = now - max(watcher.finished_at, watcher.output_at) > 0.5
                 if answered or quiet:
-                    drained = now + 0.2
+                    answered_at = now
+            if answered_at < math.inf and drained == math.inf and watcher.commanded(now, answered_at):
+                drained = now + 0.2
             if now >= drained:
                 return True
         return False
@@ -414,17 +425,23 @@ class _EndWatcher:
     """Watches, in the runner, for the source's "finished" (its /diagnostics) and the newest link-state
     and IK-output stamps."""
 
-    def __init__(self, node: Any, wearable: str) -> None:
+    def __init__(self, node: Any, wearable: str, command_topics: Sequence[tuple[str, type]] = ()) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
         from sensor_msgs.msg import JointState, MultiDOFJointState
 
-        from dynik_ros.nodes.common import RELIABLE_QOS, SENSOR_QOS
+        from dynik_ros.nodes.common import COMMAND_QOS, RELIABLE_QOS, SENSOR_QOS
 
         self.status_name = f"{wearable}: link states"
         self.finished_at: float | None = None
         self.last_input: int | None = None
         self.last_output = -1
         self.output_at = 0.0
+        self.outputs = 0  # IK outputs seen
+        self.commands = 0  # bridge commands seen (on every bridge's topic)
+        self.command_at = 0.0
+        self.watches_commands = bool(command_topics)
+        for topic, kind in command_topics:
+            node.create_subscription(kind, topic, self._on_command, COMMAND_QOS)
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
         node.create_subscription(MultiDOFJointState, "/human/link_states", self._on_input, SENSOR_QOS)
         node.create_subscription(JointState, "/dynik/joint_states", self._on_output, RELIABLE_QOS)
@@ -444,6 +461,18 @@ class _EndWatcher:
     def _on_output(self, msg: Any) -> None:
         self.last_output = max(self.last_output, self._stamp(msg))
         self.output_at = time.monotonic()
+        self.outputs += 1
+
+    def _on_command(self, msg: Any) -> None:
+        self.commands += 1
+        self.command_at = time.monotonic()
+
+    def commanded(self, now: float, answered_at: float) -> bool:
+        """Every IK output seen has been commanded (each one gives a fresh command), or no command came
+        for 2 s since the IK answered (a bridge that refuses or holds); True at once without a bridge."""
+        if not self.watches_commands:
+            return True
+        return self.commands >= self.outputs or now - max(answered_at, self.command_at) > 2.0
 
 
 def _proxy(summary: Mapping[str, Any]) -> SimpleNamespace:
