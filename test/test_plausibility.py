@@ -126,3 +126,29 @@ def test_the_way_back_closes_after_the_return_window():
     ]
     assert verdicts[20:23] == [JUMP, JUMP, "rebased"]
     assert verdicts[40:43] == [JUMP, JUMP, "rebased"] and "returned" not in verdicts
+
+
+def test_the_shortcut_past_the_gyro_check_never_changes_a_verdict():
+    """Far inside the bound the gyro prediction is not evaluated (the angle to the prediction is at most
+    the turn plus the predicted turn); random samples on both sides of the bound get the verdict of the
+    full check."""
+    rng = np.random.default_rng(11)
+    guard = PlausibilityGuard()
+    dt = 1.0 / 240.0
+    allowed = guard.jump_angle_margin + 0.5 * guard.max_angular_acceleration * dt * dt
+    verdicts = set()
+    for _ in range(400):
+        r0 = exp_so3(rng.normal(size=(5, 3)))
+        w0, w1 = rng.normal(scale=rng.choice([1.0, 60.0, 200.0]), size=(2, 5, 3))
+        r1 = exp_so3(rng.normal(scale=rng.choice([0.05, 0.5, 1.2]), size=(5, 3))) @ r0
+        cos = np.clip((np.einsum("nij,nij->n", r0, r1) - 1.0) / 2.0, -1.0, 1.0)
+        turned = np.arccos(cos.min())
+        if turned > guard.max_angular_speed * dt + guard.jump_angle_margin:
+            continue  # refused by the turn bound before the gyro check
+        predicted = exp_so3(0.5 * dt * (w0 + w1)) @ r0
+        off = np.arccos(np.clip((np.einsum("nij,nij->n", r1, predicted) - 1.0) / 2.0, -1.0, 1.0))
+        expected = bool(off.max() > allowed)
+        got = bool(guard._jump((np.zeros((5, 3)), r0, w0), (np.zeros((5, 3)), r1, w1), dt))
+        assert got == expected
+        verdicts.add(got)
+    assert verdicts == {True, False}  # both sides were exercised

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import osqp
 import scipy.sparse as sp
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.lapack import dpotrf, dpotrs
 
 _INFTY = float(osqp.constant("OSQP_INFTY"))
 # OSQP statuses whose iterate is usable: solved, solved inaccurate, iteration or time limit reached.
@@ -90,6 +90,7 @@ class VelocityQP:
         self._p_rows = upper.indices.copy()
         self._p_cols = np.repeat(np.arange(n), np.diff(upper.indptr))
         self._diag = np.zeros(n)
+        self._diagonal = np.arange(n) * (n + 1)  # flat indices of P's diagonal
         self.constraint_matrix = np.asarray(constraint_matrix, dtype=float)
         self.n_dynamic = int(dynamic_rows)
         n_static = self.constraint_matrix.shape[0]
@@ -157,15 +158,16 @@ class VelocityQP:
             lower, upper = lower[self._rows], upper[self._rows]
         weighted = jacobian * (weights**2)[:, None]
         hessian = jacobian.T @ weighted
-        hessian[np.diag_indices(self.n)] += self.settings.damping
+        flat = hessian.reshape(-1)  # a view: the product is C-contiguous
+        flat[self._diagonal] += self.settings.damping
         gradient = -(weighted.T @ target_velocity)
         if regularization is not None:
             diagonal, target = regularization
             if e is None:
-                hessian[np.diag_indices(self.n)] += diagonal
+                flat[self._diagonal] += diagonal
                 gradient -= diagonal * target
             else:
-                hessian[np.diag_indices(self.n)] += self._hessian_weights.T @ diagonal
+                flat[self._diagonal] += self._hessian_weights.T @ diagonal
                 gradient -= e.T @ (diagonal * target)
         if extra is not None:
             h_extra, g_extra = extra
@@ -234,13 +236,14 @@ class VelocityQP:
 
     @staticmethod
     def _unconstrained(hessian: np.ndarray, gradient: np.ndarray) -> np.ndarray | None:
-        """Minimiser of ``1/2 x^T P x + g^T x`` by Cholesky; ``None`` if ``P`` is not positive definite."""
-        try:
-            factor = cho_factor(hessian, lower=False, check_finite=False)
-        except np.linalg.LinAlgError:
+        """Minimiser of ``1/2 x^T P x + g^T x`` by Cholesky; ``None`` if ``P`` is not positive definite.
+        LAPACK's ``potrf`` / ``potrs`` directly: the same calls as scipy's ``cho_factor`` / ``cho_solve``
+        without their argument checks (tens of microseconds a step)."""
+        factor, info = dpotrf(hessian, lower=0, overwrite_a=0, clean=0)
+        if info != 0:
             return None
-        x = cho_solve(factor, -gradient, check_finite=False)
-        return x if np.all(np.isfinite(x)) else None
+        x, info = dpotrs(factor, -gradient, lower=0)
+        return x if info == 0 and np.all(np.isfinite(x)) else None
 
     def reset_warm_start(self) -> None:
         """Forget the previous solution (after a jump in the state)."""

@@ -226,39 +226,77 @@ def link_states_from_cdr(
     """:func:`link_states_from_msg` for a serialized ``MultiDOFJointState`` (an rclpy ``raw=True``
     subscription), read straight into numpy: about 30 times faster than rclpy's deserialization, which
     builds seven Python objects per link. Handles little-endian plain CDR (XCDR1, what the ROS 2 RMWs
-    send); anything else is deserialized by rclpy. Malformed data is refused as ``wrong_lengths``."""
-    if len(data) < 4 or data[:2] != b"\x00\x01":
-        from rclpy.serialization import deserialize_message
+    send); anything else is deserialized by rclpy. Malformed data is refused as ``wrong_lengths``.
+    A stream is cheaper through one :class:`LinkStatesDecoder`, which reads and checks the names once."""
+    return LinkStatesDecoder(known_links, required_links).decode(data)
 
-        return link_states_from_msg(
-            deserialize_message(data, MultiDOFJointState), known_links, required_links
-        )
-    buf = memoryview(data)[4:]
-    try:
-        sec, nanosec = _STAMP.unpack_from(buf, 0)
-        offset = 12 + _U32.unpack_from(buf, 8)[0]  # skip header.frame_id
-        offset += -offset % 4
-        count = _U32.unpack_from(buf, offset)[0]
-        offset += 4
-        names = []
-        for _ in range(count):
-            offset += -offset % 4
-            length = _U32.unpack_from(buf, offset)[0]
-            names.append(str(buf[offset + 4 : offset + 3 + length], "utf-8"))
-            offset += 4 + length
-        arrays = []
-        for width in (7, 6):  # transforms (translation, rotation), then twists (linear, angular)
-            offset += -offset % 4
-            n = _U32.unpack_from(buf, offset)[0]
-            offset += 4
-            if n:
-                offset += -offset % 8
-            arrays.append(np.frombuffer(buf, "<f8", n * width, offset).reshape(n, width))
-            offset += 8 * n * width
-    except (struct.error, ValueError, UnicodeDecodeError) as exc:
-        raise MessageRejected(WRONG_LENGTHS, f"malformed MultiDOFJointState data ({exc})") from None
-    stamp_ns = int(sec) * 1_000_000_000 + int(nanosec)
-    return _link_states(stamp_ns, names, arrays[0], arrays[1], known_links, required_links)
+
+class LinkStatesDecoder:
+    """:func:`link_states_from_cdr` for one stream: the link names of a stream do not change between
+    samples, so the names block of the last accepted message is kept as bytes; a message starting with the
+    same bytes has the same names (CDR strings carry their lengths), which are then neither decoded nor
+    checked again (duplicates, ``known_links``, ``required_links``). The returned ``names`` list is then the
+    same object as before: treat it as read-only. Everything else is read and checked on every message."""
+
+    def __init__(self, known_links: Iterable[str] | None = None, required_links: Iterable[str] | None = None):
+        self.known_links = known_links
+        self.required_links = required_links
+        self._block = b""  # the names block (count and strings) of the last accepted message
+        self._names: list[str] = []
+
+    def decode(self, data: bytes) -> LinkStates:
+        """The link states of ``data``; :class:`MessageRejected` as :func:`link_states_from_msg`."""
+        if len(data) < 4 or data[:2] != b"\x00\x01":
+            from rclpy.serialization import deserialize_message
+
+            return link_states_from_msg(
+                deserialize_message(data, MultiDOFJointState), self.known_links, self.required_links
+            )
+        buf = memoryview(data)[4:]
+        try:
+            sec, nanosec = _STAMP.unpack_from(buf, 0)
+            start = 12 + _U32.unpack_from(buf, 8)[0]  # skip header.frame_id
+            start += -start % 4
+            block = self._block
+            known = bool(block) and buf[start : start + len(block)] == block
+            if known:
+                names, offset = self._names, start + len(block)
+            else:
+                count = _U32.unpack_from(buf, start)[0]
+                offset = start + 4
+                names = []
+                for _ in range(count):
+                    offset += -offset % 4
+                    length = _U32.unpack_from(buf, offset)[0]
+                    names.append(str(buf[offset + 4 : offset + 3 + length], "utf-8"))
+                    offset += 4 + length
+            end_of_names = offset
+            arrays = []
+            for width in (7, 6):  # transforms (translation, rotation), then twists (linear, angular)
+                offset += -offset % 4
+                n = _U32.unpack_from(buf, offset)[0]
+                offset += 4
+                if n:
+                    offset += -offset % 8
+                arrays.append(np.frombuffer(buf, "<f8", n * width, offset).reshape(n, width))
+                offset += 8 * n * width
+        except (struct.error, ValueError, UnicodeDecodeError) as exc:
+            raise MessageRejected(WRONG_LENGTHS, f"malformed MultiDOFJointState data ({exc})") from None
+        stamp_ns = int(sec) * 1_000_000_000 + int(nanosec)
+        if known:
+            return _link_states(stamp_ns, names, arrays[0], arrays[1], None, None, check_names=False)
+        links = _link_states(stamp_ns, names, arrays[0], arrays[1], self.known_links, self.required_links)
+        self._block, self._names = bytes(buf[start:end_of_names]), names
+        return links
+
+    def __call__(self, data: bytes) -> LinkStates:
+        """Decode-or-reject as :func:`decode_link_states`."""
+        try:
+            return self.decode(data)
+        except MessageRejected:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever the deserializer raises on foreign bytes
+            raise MessageRejected(UNDECODABLE, f"{len(data)} bytes: {type(exc).__name__}: {exc}") from None
 
 
 def decode_link_states(
@@ -284,13 +322,14 @@ def _link_states(
     twists: np.ndarray,
     known_links: Iterable[str] | None,
     required_links: Iterable[str] | None,
+    check_names: bool = True,
 ) -> LinkStates:
     n = len(names)
     if len(poses) != n:
         raise MessageRejected(WRONG_LENGTHS, f"{n} joint_names but {len(poses)} transforms")
     if len(twists) not in (0, n):
         raise MessageRejected(WRONG_LENGTHS, f"{n} joint_names but {len(twists)} twists")
-    if len(set(names)) != n:
+    if check_names and len(set(names)) != n:
         dup = sorted({x for x in names if names.count(x) > 1})
         raise MessageRejected(DUPLICATE_NAMES, f"repeated link names {dup}")
     if known_links is not None:
@@ -303,16 +342,16 @@ def _link_states(
         missing = [x for x in required_links if x not in present]
         if missing:
             raise MessageRejected(MISSING_LINKS, f"links {missing[:5]} missing")
-    finite = np.isfinite(poses).all(axis=1)
-    if len(twists):
-        finite &= np.isfinite(twists).all(axis=1)
-    if not finite.all():
+    if not (np.isfinite(poses).all() and np.isfinite(twists).all()):
+        finite = np.isfinite(poses).all(axis=1)
+        if len(twists):
+            finite &= np.isfinite(twists).all(axis=1)
         raise MessageRejected(
             NAN, f"non-finite values for links {[names[i] for i in np.flatnonzero(~finite)][:5]}"
         )
     quats = poses[:, 3:]
     with np.errstate(over="ignore"):  # a finite 1e200 component squares to inf: refused below, no warning
-        norms = np.linalg.norm(quats, axis=1)
+        norms = np.sqrt(np.einsum("ij,ij->i", quats, quats))
     bad = np.flatnonzero(np.abs(norms - 1.0) > QUATERNION_NORM_TOLERANCE)
     if bad.size:
         raise MessageRejected(

@@ -31,7 +31,7 @@ from visualization_msgs.msg import MarkerArray
 
 from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
 from dynik_ros.core.metrics import TrackingEvaluator
-from dynik_ros.core.quaternion import quaternion_from_rotation
+from dynik_ros.core.quaternion import rotation_from_quaternion
 from dynik_ros.core.regularizers import RegularizerConfig
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.rolling import RollingSamples
@@ -57,8 +57,8 @@ from dynik_ros.nodes.conversions import (
     UNDECODABLE,
     WRONG_LENGTHS,
     LinkStates,
+    LinkStatesDecoder,
     MessageRejected,
-    decode_link_states,
     joint_state_msg,
     odometry_msg,
     transform_stamped,
@@ -175,6 +175,9 @@ class IKNode(BalanceInput, BaseFeedback, RetargetCalibrationServices, MarkerBuil
             raise ConfigError("base_frame", str(exc)) from None
         self.base_frame = base
         self._base_feed_forward = self._make_base_feed_forward(p["base_velocity_source"])
+        # decode-or-reject of the link states; names read and checked once per stream
+        self._decode = LinkStatesDecoder(self.known_links, self.required_links)
+        self._rows_of: list[str] | None = None  # the names list the target rows below were taken from
         self._evaluator = TrackingEvaluator(self.robot, self.targets)
         self._prepare_markers()
 
@@ -341,7 +344,7 @@ class IKNode(BalanceInput, BaseFeedback, RetargetCalibrationServices, MarkerBuil
         start = wall_time()
         self.received += 1
         try:
-            links = decode_link_states(data, self.known_links, self.required_links)
+            links = self._decode(data)
         except MessageRejected as exc:
             self._reject(exc.reason, exc.detail)
             return
@@ -443,6 +446,16 @@ class IKNode(BalanceInput, BaseFeedback, RetargetCalibrationServices, MarkerBuil
                 self._reject(UNHANDLED, f"markers: {type(exc).__name__}: {exc}")
 
     def _measurements(self, links: LinkStates) -> Measurements:
+        if self.retargeter is None and links.names is self._rows_of:  # the stream's names, rows known
+            lin, ang = links.linear_velocities, links.angular_velocities
+            both = lin is not None and ang is not None
+            rows_p, rows_o = self._position_rows, self._orientation_rows
+            return Measurements(
+                links.positions[rows_p],
+                links.rotations[rows_o],
+                lin[rows_p] if both else None,
+                ang[rows_o] if both else None,
+            )
         poses, twists = links.poses(), links.twists()
         if self.retargeter is not None:
             if self._last_ns is None:
@@ -452,7 +465,13 @@ class IKNode(BalanceInput, BaseFeedback, RetargetCalibrationServices, MarkerBuil
                     self.online_balance.reset()
             time = (links.stamp_ns - self._first_ns) * 1e-9
             return self._balanced(self.retargeter.measurements(poses, twists, time=time), time)
-        return self.targets.measurements_from_links(poses, twists)
+        measurements = self.targets.measurements_from_links(poses, twists)
+        # the decoder returns the same names list while the stream's names stay: index the targets' rows
+        row = {name: i for i, name in enumerate(links.names)}
+        self._position_rows = np.array([row[k] for k in self.targets.position_links], dtype=int)
+        self._orientation_rows = np.array([row[k] for k in self.targets.orientation_links], dtype=int)
+        self._rows_of = links.names
+        return measurements
 
     def _make_base_feed_forward(self, source: str) -> Any:
         """``base_velocity_source`` (estimation/base_feedforward.py): the human model's feet and the
@@ -514,8 +533,11 @@ class IKNode(BalanceInput, BaseFeedback, RetargetCalibrationServices, MarkerBuil
     def _publish_state(self, stamp: int, q: np.ndarray, v: np.ndarray) -> None:
         """Joint states and base odometry serialized from templates (``cdr_writer``): no Python message
         objects on the sample path."""
-        p, rotation, s = self.robot.split(q)
         nb = self.robot.base_dofs
+        if self.robot.floating_base:  # q = (p, quaternion x y z w, s): no round trip through a matrix
+            p, quaternion, s = q[:3], q[3:7], q[7:]
+        else:
+            p, quaternion, s = np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]), q
         names, world = self.robot.joint_names, self.params["world_frame"]
         publish_serialized(
             self._pub_js,
@@ -524,14 +546,16 @@ class IKNode(BalanceInput, BaseFeedback, RetargetCalibrationServices, MarkerBuil
         )
         publish_serialized(
             self._pub_odom,
-            self._odom_writer.serialize(stamp, p, quaternion_from_rotation(rotation), v[:3], v[3:6]),
-            lambda: odometry_msg(stamp, world, self.base_frame, p, rotation, v[:3], v[3:6]),
+            self._odom_writer.serialize(stamp, p, quaternion, v[:3], v[3:6]),
+            lambda: odometry_msg(
+                stamp, world, self.base_frame, p, rotation_from_quaternion(quaternion), v[:3], v[3:6]
+            ),
         )
         if self.params["use_base_odom"]:
             now = self.get_clock().now().nanoseconds * 1e-9  # when the IK answered (sim time with /clock)
-            quaternion = quaternion_from_rotation(rotation).tolist()
-            self.base_log.append((stamp * 1e-9, *p.tolist(), *quaternion, now))
+            self.base_log.append((stamp * 1e-9, *p.tolist(), *quaternion.tolist(), now))
         if self._pub_tf is not None:
+            rotation = rotation_from_quaternion(quaternion)
             self._pub_tf.publish(
                 self._tf_type(transforms=[transform_stamped(stamp, world, self.base_frame, p, rotation)])
             )
