@@ -40,6 +40,7 @@ from dynik_ros.nodes.conversions import (
     DUPLICATE_NAMES,
     NAN,
     WRONG_LENGTHS,
+    JointStateDecoder,
     MessageRejected,
     float_array,
     joint_state_from_msg,
@@ -171,7 +172,8 @@ class BridgeNode(DynikLifecycleNode):
             self._pub = self.create_lifecycle_publisher(Float64MultiArray, self.command_topic, COMMAND_QOS)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         self._entities = [
-            self.create_subscription(JointState, p["input_topic"], self._on_input, RELIABLE_QOS),
+            # raw=True: the CDR bytes are read straight into numpy (conversions.JointStateDecoder)
+            self.create_subscription(JointState, p["input_topic"], self._on_input, RELIABLE_QOS, raw=True),
             self.create_subscription(JointState, p["robot_state_topic"], self._on_robot_state, SENSOR_QOS),
         ]
 
@@ -242,7 +244,8 @@ class BridgeNode(DynikLifecycleNode):
         self._last_command: np.ndarray | None = None
         self._last_sent_ns = 0
         self._holding = False
-        self._index_cache: tuple[tuple[str, ...], np.ndarray] | None = None
+        self._index_cache: tuple[list[str], np.ndarray] | None = None
+        self._decode = JointStateDecoder()  # input names read once per stream
 
     def _reset_counts(self) -> None:
         self.rejections = RejectionCounter((NAN, MISSING_JOINTS, WRONG_LENGTHS, DUPLICATE_NAMES))
@@ -258,8 +261,9 @@ class BridgeNode(DynikLifecycleNode):
         return self.get_clock().now().nanoseconds
 
     def _select(self, names: list[str], values: np.ndarray) -> np.ndarray:
-        key = tuple(names)
-        if self._index_cache is None or self._index_cache[0] != key:
+        cached = self._index_cache
+        if cached is None or (cached[0] is not names and cached[0] != names):  # the decoder reuses its list
+            key = names
             lookup = {n: i for i, n in enumerate(names)}
             missing = [j for j in self.joints if j not in lookup]
             if missing:
@@ -277,11 +281,14 @@ class BridgeNode(DynikLifecycleNode):
         except Exception:  # noqa: BLE001 - the robot's own joint states: only used for the ramp start
             pass
 
-    def _on_input(self, msg: JointState) -> None:
+    def _on_input(self, data: bytes | JointState) -> None:
         if not self.active:
             return
         try:
-            stamp, names, positions, _ = joint_state_from_msg(msg)
+            if isinstance(data, JointState):  # a message handed over in-process
+                stamp, names, positions, _ = joint_state_from_msg(data)
+            else:
+                stamp, names, positions, _ = self._decode(data)
             target = self._select(names, positions)
         except MessageRejected as exc:
             self.rejections.add(exc.reason, exc.detail)

@@ -234,15 +234,16 @@ def link_states_from_cdr(
 class LinkStatesDecoder:
     """:func:`link_states_from_cdr` for one stream: the link names of a stream do not change between
     samples, so the names block of the last accepted message is kept as bytes; a message starting with the
-    same bytes has the same names (CDR strings carry their lengths), which are then neither decoded nor
-    checked again (duplicates, ``known_links``, ``required_links``). The returned ``names`` list is then the
-    same object as before: treat it as read-only. Everything else is read and checked on every message."""
+    same bytes has the same names (CDR strings carry their lengths), which are then not decoded, and names
+    equal to the last accepted ones (other padding bytes) are not checked again (duplicates,
+    ``known_links``, ``required_links``). The returned ``names`` list is then the same object as before:
+    treat it as read-only. Everything else is read and checked on every message."""
 
     def __init__(self, known_links: Iterable[str] | None = None, required_links: Iterable[str] | None = None):
         self.known_links = known_links
         self.required_links = required_links
         self._block = b""  # the names block (count and strings) of the last accepted message
-        self._names: list[str] = []
+        self._names: list[str] | None = None  # none accepted yet
 
     def decode(self, data: bytes) -> LinkStates:
         """The link states of ``data``; :class:`MessageRejected` as :func:`link_states_from_msg`."""
@@ -270,6 +271,8 @@ class LinkStatesDecoder:
                     length = _U32.unpack_from(buf, offset)[0]
                     names.append(str(buf[offset + 4 : offset + 3 + length], "utf-8"))
                     offset += 4 + length
+                if names == self._names:  # the same names with other padding bytes (rclpy leaves them
+                    names, known = self._names, True  # uninitialised): checked already
             end_of_names = offset
             arrays = []
             for width in (7, 6):  # transforms (translation, rotation), then twists (linear, angular)
@@ -284,9 +287,11 @@ class LinkStatesDecoder:
             raise MessageRejected(WRONG_LENGTHS, f"malformed MultiDOFJointState data ({exc})") from None
         stamp_ns = int(sec) * 1_000_000_000 + int(nanosec)
         if known:
-            return _link_states(stamp_ns, names, arrays[0], arrays[1], None, None, check_names=False)
-        links = _link_states(stamp_ns, names, arrays[0], arrays[1], self.known_links, self.required_links)
-        self._block, self._names = bytes(buf[start:end_of_names]), names
+            links = _link_states(stamp_ns, names, arrays[0], arrays[1], None, None, check_names=False)
+        else:
+            links = _link_states(stamp_ns, names, arrays[0], arrays[1], self.known_links, self.required_links)
+        if names is not self._names or len(self._block) != end_of_names - start:
+            self._block, self._names = bytes(buf[start:end_of_names]), names
         return links
 
     def __call__(self, data: bytes) -> LinkStates:
@@ -400,6 +405,78 @@ def joint_state_from_msg(msg: JointState) -> tuple[int, list[str], np.ndarray, n
     if len(set(names)) != len(names):
         raise MessageRejected(DUPLICATE_NAMES, "repeated joint names")
     return stamp_to_ns(msg.header.stamp), names, positions, velocities
+
+
+class JointStateDecoder:
+    """:func:`joint_state_from_msg` for a raw (serialized) ``sensor_msgs/JointState`` subscription, read
+    straight into numpy (little-endian plain CDR; anything else goes through rclpy's deserialization).
+    As :class:`LinkStatesDecoder`, the names block of the last accepted message is kept: the same bytes
+    are the same names, neither decoded nor checked for duplicates again (the list is then the same
+    object: read-only). Returns ``(stamp_ns, names, positions, velocities or None)``; malformed data is
+    refused as ``wrong_lengths``."""
+
+    def __init__(self) -> None:
+        self._block = b""
+        self._names: list[str] | None = None  # none accepted yet
+
+    def __call__(self, data: bytes) -> tuple[int, list[str], np.ndarray, np.ndarray | None]:
+        if len(data) < 4 or data[:2] != b"\x00\x01":
+            from rclpy.serialization import deserialize_message
+
+            try:
+                msg = deserialize_message(data, JointState)
+            except Exception as exc:  # noqa: BLE001 - whatever the deserializer raises on foreign bytes
+                raise MessageRejected(WRONG_LENGTHS, f"{len(data)} bytes: {type(exc).__name__}") from None
+            return joint_state_from_msg(msg)
+        buf = memoryview(data)[4:]
+        try:
+            sec, nanosec = _STAMP.unpack_from(buf, 0)
+            start = 12 + _U32.unpack_from(buf, 8)[0]  # skip header.frame_id
+            start += -start % 4
+            block = self._block
+            known = bool(block) and buf[start : start + len(block)] == block
+            if known:
+                names, offset = self._names, start + len(block)
+            else:
+                count = _U32.unpack_from(buf, start)[0]
+                offset = start + 4
+                names = []
+                for _ in range(count):
+                    offset += -offset % 4
+                    length = _U32.unpack_from(buf, offset)[0]
+                    names.append(str(buf[offset + 4 : offset + 3 + length], "utf-8"))
+                    offset += 4 + length
+                if names == self._names:  # the same names with other padding bytes (rclpy leaves them
+                    names, known = self._names, True  # uninitialised): checked already
+            end_of_names = offset
+            arrays = []
+            for _ in range(2):  # position, velocity (effort is not read)
+                offset += -offset % 4
+                n = _U32.unpack_from(buf, offset)[0]
+                offset += 4
+                if n:
+                    offset += -offset % 8
+                arrays.append(np.frombuffer(buf, "<f8", n, offset))
+                offset += 8 * n
+        except (struct.error, ValueError, UnicodeDecodeError) as exc:
+            raise MessageRejected(WRONG_LENGTHS, f"malformed JointState data ({exc})") from None
+        positions, velocities = arrays
+        if positions.size != len(names):
+            raise MessageRejected(WRONG_LENGTHS, f"{len(names)} names but {positions.size} positions")
+        if velocities.size:
+            if velocities.size != len(names):
+                raise MessageRejected(WRONG_LENGTHS, f"{len(names)} names but {velocities.size} velocities")
+            if not np.isfinite(velocities).all():
+                raise MessageRejected(NAN, "non-finite velocities")
+        if not np.isfinite(positions).all():
+            bad = [names[i] for i in np.flatnonzero(~np.isfinite(positions))]
+            raise MessageRejected(NAN, f"non-finite positions for {bad[:5]}")
+        if not known and len(set(names)) != len(names):
+            raise MessageRejected(DUPLICATE_NAMES, "repeated joint names")
+        if names is not self._names or len(self._block) != end_of_names - start:
+            self._block, self._names = bytes(buf[start:end_of_names]), names
+        stamp_ns = int(sec) * 1_000_000_000 + int(nanosec)
+        return stamp_ns, names, positions.copy(), velocities.copy() if velocities.size else None
 
 
 # --------------------------------------------------------------------------- poses, odometry, tf
