@@ -3,6 +3,9 @@ and checkers that fail on planted faults (a checker that cannot fail is worthles
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -452,3 +455,73 @@ def test_commands_are_paired_with_their_times_by_content_not_position(monkeypatc
     for (time_ns, _), k in zip(emitted, (0, 1, 3, 4, 5), strict=False):
         shifted.command(emitted[k][1], time_ns)
     assert shifted.breaches  # 0.02 rad in 10 ms: 2x the limit
+
+
+# ----------------------------------------------------------------------------- bounded teardown
+@pytest.fixture()
+def rig_module(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import fuzz_rig
+
+    return fuzz_rig
+
+
+def test_a_blocked_teardown_call_costs_a_bounded_wait(rig_module, capsys):
+    release = threading.Event()
+    try:
+        assert not rig_module.bounded(release.wait, 0.2, "a call that blocks")
+        assert "a call that blocks still blocked after 0.2 s" in capsys.readouterr().err
+    finally:
+        release.set()
+    assert rig_module.bounded(lambda: None, 60.0, "a call that returns")
+    with pytest.raises(KeyError):  # an error of the call reaches the caller
+        rig_module.bounded(lambda: {}["x"], 60.0, "a call that raises")
+
+
+def test_the_rig_leaves_a_context_whose_node_teardown_blocks(rig_module, private_domain, monkeypatch):
+    """The hang seen once in a full suite: ``destroy_node()`` of the domain check never returned. The rig
+    now gives up on it after a bounded wait and builds its executor on a fresh context of the same
+    domain, which works (a node there is seen by a second context)."""
+    import rclpy
+
+    blocked = threading.Event()
+
+    def block() -> None:  # a teardown that does not return (bounded here, so a regression fails, not hangs)
+        if not blocked.wait(60.0):
+            raise RuntimeError("destroy_node blocked")
+
+    real_create = rclpy.create_node
+    created = []
+
+    def create_node(name, **kwargs):
+        node = real_create(name, **kwargs)
+        if name.startswith("fuzz_domain_check_") and not created:
+            created.append(node)
+            monkeypatch.setattr(node, "destroy_node", block)
+        return node
+
+    monkeypatch.setattr(rclpy, "create_node", create_node)
+    monkeypatch.setattr(rig_module, "TEARDOWN_TIMEOUT", 0.5)
+    try:
+        rig = rig_module.Rig()
+        stuck = created[0].context
+        assert rig.context is not stuck and rig.domain_id == int(os.environ["ROS_DOMAIN_ID"])
+        rig.add(real_create("rig_probe", context=rig.context))
+        seen = real_create("rig_probe_observer", context=stuck)
+        try:
+            deadline = time.monotonic() + 60.0  # only bounds a failure (discovery under load)
+            names = []
+            while "rig_probe" not in names and time.monotonic() < deadline:
+                time.sleep(0.1)
+                names = [n for n, _ in seen.get_node_names_and_namespaces()]
+            assert "rig_probe" in names
+        finally:
+            seen.destroy_node()
+        rig.close()
+        assert not rig.context.ok()  # closed to the end
+    finally:
+        blocked.set()
+        if created:
+            stuck = created[0].context
+            type(created[0]).destroy_node(created[0])
+            rclpy.shutdown(context=stuck)
