@@ -50,6 +50,10 @@ class FrameKinematics:
         self._ori_src = (3 + axis, nb + np.repeat(column, 3))
         self.rows = 3 * len(self._all_ids)
         self.jacobian = np.zeros((self.rows, nv))
+        # the same gather and scatter as flat indices (pinocchio's data.J is column-major): a third the cost
+        self._ori_src_flat = np.ravel_multi_index(self._ori_src, (6, nv), order="F")
+        self._ori_dst_flat = np.ravel_multi_index((self._ori_rows, self._ori_src[1]), self.jacobian.shape)
+        self._jacobian_flat = self.jacobian.reshape(-1)  # a view
         if nb:
             self.jacobian[: 3 * self._n_pos, :3] = np.tile(np.eye(3), (self._n_pos, 1))
             self.jacobian[3 * self._n_pos :, 3:6] = np.tile(np.eye(3), (len(self.orientation_ids), 1))
@@ -121,7 +125,10 @@ class FrameKinematics:
                 skew_rows[:, 2, 0], skew_rows[:, 2, 1] = d[:, 1], -d[:, 0]
                 out[: 3 * npos, 3:6] = skew_rows.reshape(3 * npos, 3)
         # angular rows: the world angular velocity of every supporting joint column, copied in place
-        out[self._ori_rows, self._ori_src[1]] = jw[self._ori_src]
+        if jw.flags.f_contiguous:
+            self._jacobian_flat[self._ori_dst_flat] = jw.reshape(-1, order="F")[self._ori_src_flat]
+        else:
+            out[self._ori_rows, self._ori_src[1]] = jw[self._ori_src]
         return out
 
 
