@@ -147,3 +147,11 @@ def test_a_message_without_links_is_refused_also_as_the_first_one():
     with pytest.raises(MessageRejected) as refused:
         decoder.decode(_message([], 1))
     assert refused.value.reason == MISSING_LINKS
+
+
+def test_the_header_stamp_is_read_without_deserializing():
+    from dynik_ros.nodes.conversions import header_stamp_ns
+
+    for stamp in (0, 1, 10**9 - 1, 1_700_000_000_123_456_789):
+        _, data = _joint_state([f"joint_{i}" for i in range(66)], stamp)
+        assert header_stamp_ns(data) == stamp

@@ -231,6 +231,17 @@ def link_states_from_cdr(
     return LinkStatesDecoder(known_links, required_links).decode(data)
 
 
+def header_stamp_ns(data: bytes) -> int:
+    """``header.stamp`` (ns) of a serialized message that starts with a ``std_msgs/Header`` (JointState,
+    Odometry, ...), without deserializing the rest; rclpy's deserialization for other encodings."""
+    if len(data) >= 12 and data[:2] == b"\x00\x01":
+        sec, nanosec = _STAMP.unpack_from(data, 4)
+        return int(sec) * 1_000_000_000 + int(nanosec)
+    from rclpy.serialization import deserialize_message
+
+    return stamp_to_ns(deserialize_message(data, JointState).header.stamp)
+
+
 class LinkStatesDecoder:
     """:func:`link_states_from_cdr` for one stream: the link names of a stream do not change between
     samples, so the names block of the last accepted message is kept as bytes; a message starting with the

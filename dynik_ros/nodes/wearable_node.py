@@ -54,7 +54,7 @@ from dynik_ros.nodes.common import (
     ParamSpec,
     diagnostic_status,
 )
-from dynik_ros.nodes.conversions import link_states_to_msg, ns_to_stamp, stamp_to_ns
+from dynik_ros.nodes.conversions import header_stamp_ns, link_states_to_msg, ns_to_stamp, stamp_to_ns
 from dynik_ros.nodes.node_process import run_node
 from dynik_ros.nodes.wearable_sources import (  # noqa: F401 - Sample and the sources are part of this module's API
     HUMAN_MODELS,
@@ -303,7 +303,10 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
         self._pub = self.create_lifecycle_publisher(MultiDOFJointState, "/human/link_states", qos)
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         if not p["realtime"]:
-            self._ack_sub = self.create_subscription(JointState, p["ack_topic"], self._on_ack, RELIABLE_QOS)
+            # raw=True: only the stamp is read (rclpy would build the IK's 66-name message per sample)
+            self._ack_sub = self.create_subscription(
+                JointState, p["ack_topic"], self._on_ack, RELIABLE_QOS, raw=True
+            )
         self._reset_stream()
 
     def _activate(self) -> None:
@@ -485,10 +488,14 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
             self.ack_timeouts += 1
             self._publish_next()
 
-    def _on_ack(self, msg: JointState) -> None:
+    def _on_ack(self, data: bytes | JointState) -> None:
         if not self.active or self._awaiting is None:
             return
-        if stamp_to_ns(msg.header.stamp) >= self._awaiting:
+        try:
+            stamp = header_stamp_ns(data) if isinstance(data, bytes) else stamp_to_ns(data.header.stamp)
+        except Exception:  # noqa: BLE001 - not a JointState: no acknowledgement (ack_timeout paces then)
+            return
+        if stamp >= self._awaiting:
             self._awaiting = None
             self._publish_next()
 
