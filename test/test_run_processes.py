@@ -73,9 +73,7 @@ def test_per_node_processes_command_what_one_process_commands(tmp_path):
 def test_source_and_ik_together_with_the_bridge_apart(tmp_path):
     from dynik_ros.cli.run import run_pipeline
 
-    m = run_pipeline(
-        "g1_retargeting", None, tmp_path, duration=1.0, quiet=True, processes="source-ik+bridge"
-    )
+    m = run_pipeline("g1_retargeting", None, tmp_path, duration=1.0, quiet=True, processes="source-ik+bridge")
     assert m["process_count"] == 2 and m["processes"] == "source-ik+bridge"
     assert m["samples_published"] == m["ik_received"] == m["fresh_commands"] == 60
     assert m["solve_time_p50_ms"] > 0 and np.isfinite(m["mnte"])

@@ -55,13 +55,12 @@ def test_g1_loop_closed_through_the_mocap(tmp_path):
 
 
 def test_mp4_without_ffmpeg_is_refused_before_the_run(monkeypatch, capsys, tmp_path):
-    import shutil
-
     from dynik_ros.cli import run
+    from dynik_ros.io import ffmpeg
 
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(ffmpeg, "ffmpeg_program", lambda: None)  # neither on PATH nor from the wheel
     code = run.main(["run", "g1_sim_loop", "--video", str(tmp_path / "run.mp4"), "--out", str(tmp_path)])
-    assert code == 2 and "MP4 needs the ffmpeg program on PATH" in capsys.readouterr().err
+    assert code == 2 and "MP4 needs the ffmpeg program" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing ran, nothing recorded
     code = run.main(["run", "g1_sim_loop", "--video", str(tmp_path / "run.avi"), "--out", str(tmp_path)])
     assert code == 2 and ".png (strip), .gif or .mp4" in capsys.readouterr().err

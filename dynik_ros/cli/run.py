@@ -681,7 +681,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--video",
         metavar="FILE",
         help="pipelines with sim_node: draw the simulated robot: .png (6 instants side by side), .gif or "
-        ".mp4 (the run at 20 fps of sim time; MP4 needs ffmpeg on PATH)",
+        ".mp4 (the run at 20 fps of sim time; ffmpeg from PATH or the imageio-ffmpeg wheel)",
     )
     sub.add_parser("list", help="list the pipelines")
     args = parser.parse_args(argv)

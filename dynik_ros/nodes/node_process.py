@@ -175,8 +175,16 @@ def _executor(count: int):
 def node_summary(node: DynikLifecycleNode) -> dict[str, Any]:
     """The counters a run reports, for whichever of them ``node`` has (wearable, IK, bridge, sim)."""
     out: dict[str, Any] = {"name": node.get_name()}
-    for attr in ("published", "finished", "received", "steps", "qp_failures", "commands_sent",
-                 "fresh_commands", "command_topic"):
+    for attr in (
+        "published",
+        "finished",
+        "received",
+        "steps",
+        "qp_failures",
+        "commands_sent",
+        "fresh_commands",
+        "command_topic",
+    ):
         if hasattr(node, attr):
             value = getattr(node, attr)
             out[attr] = value if isinstance(value, (bool, str)) else int(value)

@@ -5,7 +5,7 @@ its parent (the input the robot was given), and the robot as bones between its j
 (forward kinematics of the written configuration), its soles in green while the retargeter counts the foot
 in contact, red otherwise. Each panel follows its root horizontally inside a fixed 2 m box over a ground grid,
 so walking shows as the grid passing underneath. Outputs: a PNG strip of evenly spaced frames, or an
-animation (GIF with Pillow; MP4 when matplotlib finds ffmpeg). ROS-free.
+animation (GIF with Pillow; MP4 through :func:`dynik_ros.io.ffmpeg.ffmpeg_program`). ROS-free.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
+
+from dynik_ros.io import ffmpeg
 
 HALF_WIDTH = 1.0  # [m] half the side of each panel's box around its root
 
@@ -130,12 +132,19 @@ def check_video_path(path: str | Path) -> Path:
     suffix = path.suffix.lower()
     if suffix not in (".png", ".gif", ".mp4"):
         raise ValueError(f"--video {path}: the format comes from the extension: .png (strip), .gif or .mp4")
-    if suffix == ".mp4":
-        from matplotlib import animation
-
-        if not animation.writers.is_available("ffmpeg"):
-            raise ValueError(f"--video {path}: MP4 needs ffmpeg on PATH (not found); write a .gif or .png")
+    if suffix == ".mp4" and _use_ffmpeg() is None:
+        raise ValueError(f"--video {path}: {ffmpeg.MISSING}; write a .gif or .png")
     return path
+
+
+def _use_ffmpeg() -> str | None:
+    """The ffmpeg program, given to matplotlib's FFMpegWriter (``animation.ffmpeg_path``); None if none."""
+    program = ffmpeg.ffmpeg_program()
+    if program is not None:
+        import matplotlib
+
+        matplotlib.rcParams["animation.ffmpeg_path"] = program
+    return program
 
 
 def render(
@@ -162,10 +171,8 @@ def render(
         return path
     from matplotlib import animation
 
-    if suffix == ".mp4" and not animation.writers.is_available("ffmpeg"):
-        raise ValueError(
-            f"--video {path}: MP4 needs ffmpeg on PATH (not found); write a .gif or .png instead"
-        )
+    if suffix == ".mp4" and (_use_ffmpeg() is None or not animation.writers.is_available("ffmpeg")):
+        raise ValueError(f"--video {path}: {ffmpeg.MISSING}; write a .gif or .png instead")
     t = scene.times
     wanted = np.arange(t[0], min(t[-1], t[0] + max_seconds) + 1e-9, 1.0 / fps)
     picks = np.searchsorted(t, wanted).clip(0, len(t) - 1)

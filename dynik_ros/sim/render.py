@@ -4,22 +4,23 @@ The bag's ``/joint_states`` and ``/sim/base_pose_true`` (sim_node's outputs) giv
 each instant; MuJoCo draws the model (collision geometry: the sim drops visuals) with an offscreen
 OpenGL context, EGL by default (``MUJOCO_GL``, read when mujoco is imported, so this runs in its own
 process: ``python -m dynik_ros.sim.render BAG --robot g1 --out strip.png``). A ``.png`` tiles a few frames
-left to right with their time; a ``.gif`` (Pillow) or ``.mp4`` (the ``ffmpeg`` program, when it is on
-PATH: refused with a clear message otherwise, before any work) plays the run at ``fps`` frames per second
-of sim time, the camera following the base.
+left to right with their time; a ``.gif`` (Pillow) or ``.mp4`` (H.264 through the ``ffmpeg`` program:
+:func:`dynik_ros.io.ffmpeg.ffmpeg_program`, refused with a clear message before any work when there is
+none) plays the run at ``fps`` frames per second of sim time, the camera following the base.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from dynik_ros.io import ffmpeg
 
 
 def _states(bag: str | Path) -> list[tuple[float, dict[str, float], np.ndarray, np.ndarray]]:
@@ -51,10 +52,8 @@ def check_video_path(path: str | Path) -> None:
     suffix = Path(path).suffix.lower()
     if suffix not in VIDEO_SUFFIXES:
         raise ValueError(f"--video {path}: the format comes from the extension: .png (strip), .gif or .mp4")
-    if suffix == ".mp4" and shutil.which("ffmpeg") is None:
-        raise ValueError(
-            f"--video {path}: MP4 needs the ffmpeg program on PATH (not found); write a .gif or .png"
-        )
+    if suffix == ".mp4" and ffmpeg.ffmpeg_program() is None:
+        raise ValueError(f"--video {path}: {ffmpeg.MISSING}; write a .gif or .png")
 
 
 def _frames(bag: str | Path, robot: str, indices: Any, width: int, height: int) -> list:
@@ -131,15 +130,24 @@ def render_video(
     if out.suffix.lower() == ".gif":
         images[0].save(out, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
         return out
+    return write_mp4(images, out, fps)
+
+
+def write_mp4(images: list, out: str | Path, fps: float) -> Path:
+    """PIL images (one size, even width and height) as an H.264 MP4 (yuv420p) at ``fps``."""
+    program = ffmpeg.ffmpeg_program()
+    if program is None:
+        raise ValueError(f"{out}: {ffmpeg.MISSING}")
+    width, height = images[0].size
     command = [
-        "ffmpeg", "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
+        program, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
         "-s", f"{width}x{height}", "-r", f"{fps:g}", "-i", "-", "-pix_fmt", "yuv420p", str(out),
     ]  # fmt: skip
     frames = b"".join(np.asarray(image.convert("RGB"), dtype=np.uint8).tobytes() for image in images)
     result = subprocess.run(command, input=frames, capture_output=True)
     if result.returncode != 0:
         raise RuntimeError(f"ffmpeg failed: {result.stderr.decode(errors='replace').strip()[-200:]}")
-    return out
+    return Path(out)
 
 
 def render_in_subprocess(
@@ -163,9 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="PNG strip, GIF or MP4 of a recorded sim_node run.")
     parser.add_argument("bag", help="bag with /joint_states and /sim/base_pose_true (dynik-ros run g1_sim)")
     parser.add_argument("--robot", default="g1", help="robot name or retargeting YAML (default g1)")
-    parser.add_argument(
-        "--out", default="sim_strip.png", help=".png (strip), .gif or .mp4 (needs ffmpeg) to write"
-    )
+    parser.add_argument("--out", default="sim_strip.png", help=".png (strip), .gif or .mp4 to write")
     parser.add_argument("--frames", type=int, default=6, help="PNG: number of instants (default 6)")
     parser.add_argument("--fps", type=float, default=20.0, help="GIF/MP4: frames per second of sim time")
     args = parser.parse_args(argv)
