@@ -457,3 +457,34 @@ def test_a_frame_change_keeps_the_com_target_and_the_contacts():
     np.testing.assert_allclose(moved.com_position, turn @ m.com_position + shift)
     np.testing.assert_allclose(moved.com_velocity, turn @ m.com_velocity)
     assert moved.contacts.tolist() == [True, False]
+
+
+def test_a_measured_base_twist_moves_the_base_as_measured_and_the_joints_follow(human66, walking66):
+    """set_base_velocity (mocap feedback's twist): with the targets held still and the base told to move
+    at 0.3 m/s and 0.5 rad/s about z, each step's base twist is the measured one, so once the integrator's
+    history holds it too (a few steps) the base moves by it per step while the joints are solved for that
+    motion; without it the QP keeps the base still. Bad values raise; the twist holds for one step only."""
+    targets = human_targets()
+    still = walking66.measurements(targets)[0]
+    dt = 1 / 60
+    ik = DynamicalIK(human66, targets)
+    for _ in range(30):
+        ik.step(still, dt)
+    start = ik.base_position.copy()
+    ik.step(still, dt)
+    free_motion = float(np.linalg.norm(ik.base_position - start))
+    assert free_motion < 1e-3
+    for _ in range(6):
+        start, rotation = ik.base_position.copy(), ik.base_rotation.copy()
+        ik.set_base_velocity([0.3, 0.0, 0.0], [0.0, 0.0, 0.5])
+        ik.step(still, dt)
+        np.testing.assert_allclose(ik.nu[:6], [0.3, 0.0, 0.0, 0.0, 0.0, 0.5], atol=5e-3)
+    moved = ik.base_position - start
+    assert abs(moved[0] - 0.3 * dt) < 0.05 * 0.3 * dt and abs(moved[1]) < 1e-3, moved
+    yaw = np.arctan2((rotation.T @ ik.base_rotation)[1, 0], (rotation.T @ ik.base_rotation)[0, 0])
+    assert abs(yaw - 0.5 * dt) < 0.05 * 0.5 * dt, yaw
+    ik.step(still, dt)  # once only: the still targets pull the base back
+    assert ik.nu[0] < -0.1
+    for bad in (([np.nan, 0, 0], [0, 0, 0]), ([0, 0], [0, 0, 0])):
+        with pytest.raises(ValueError, match="base velocity"):
+            ik.set_base_velocity(*bad)

@@ -226,6 +226,7 @@ class DynamicalIK:
         )
         self.recovery = BranchRecovery(self.config.branch_recovery, self._shadow_at)
         self._regularization = (np.zeros(robot.nv), np.zeros(robot.nv))
+        self._base_velocity: tuple[np.ndarray, float] | None = None  # set_base_velocity, for one step
         self.reset(q0)
 
     # ----------------------------------------------------------------- state
@@ -304,6 +305,18 @@ class DynamicalIK:
         if not self.robot.floating_base:
             raise ValueError(f"{self.robot.name} has a fixed base")
         self.base_position, self.base_rotation = position.copy(), rotation.copy()
+
+    def set_base_velocity(self, linear: np.ndarray, angular: np.ndarray, weight: float = 1.0e3) -> None:
+        """Hold the next step's base twist (world frame, ``nu``'s base rows) near a measured one: adds
+        ``weight^2 / 2 |nu_b - (linear, angular)|^2`` to that step's QP cost, so the joints are solved for
+        the base moving as measured (e.g. mocap feedback's twist) instead of as the IK would move it.
+        Non-finite values raise ``ValueError``; cleared after the step."""
+        twist = np.concatenate((np.asarray(linear, dtype=float), np.asarray(angular, dtype=float)))
+        if twist.shape != (6,) or not np.all(np.isfinite(twist)) or not (np.isfinite(weight) and weight > 0):
+            raise ValueError("base velocity must be 6 finite values and the weight positive")
+        if not self.robot.floating_base:
+            raise ValueError(f"{self.robot.name} has a fixed base")
+        self._base_velocity = (twist, weight**2)
 
     def rebase(self, measurements: Measurements, dt: float) -> None:
         """The measurements' world frame moved between the last step and ``measurements`` (``dt`` later):
@@ -438,12 +451,18 @@ class DynamicalIK:
             extra, dynamic = extra_terms.terms(self, kinematics, measurements, base, dt)
         weights, regularization = self.weights, None
         task = self.recovery.before_step(dt, self.joint_positions)
-        if task is not None:  # moving over to the shadow's branch (core/branch_recovery.py)
-            nb = self.robot.base_dofs
-            weights = self.weights * task.tracking_scale
+        nb = self.robot.base_dofs
+        if task is not None or self._base_velocity is not None:
             regularization = self._regularization
+            for part in regularization:
+                part[:] = 0.0
+        if task is not None:  # moving over to the shadow's branch (core/branch_recovery.py)
+            weights = self.weights * task.tracking_scale
             regularization[0][nb:] = task.weight**2
             regularization[1][nb:] = task.velocity
+        if self._base_velocity is not None:  # the measured base twist (set_base_velocity)
+            regularization[1][:nb], regularization[0][:nb] = self._base_velocity
+            self._base_velocity = None
         qp_args = (jacobian, corrected, weights, self._lower, self._upper, regularization)
         solution = self.qp.solve(*qp_args, extra, dynamic)
         if extra_terms is not None:  # the velocity regularizer's sequential QP (core/regularizers.py)

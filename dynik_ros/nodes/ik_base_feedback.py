@@ -7,7 +7,9 @@ target it publishes (``/dynik/base_target``): a mixin of :class:`dynik_ros.nodes
   capture time, so this is where its latency is compensated. When the IK lags (its input queued more than
   ``base_odom_timeout`` behind the odometry) the base is taken as it is (``base_odom_ahead``): the
   commands act on the robot as it is now. Odometry older than the stamp by more than the timeout is
-  ignored (``base_odom_missing``) and the IK estimates the base itself.
+  ignored (``base_odom_missing``) and the IK estimates the base itself. With ``base_odom_velocity`` the
+  step's base twist is held at the odometry's (:meth:`DynamicalIK.set_base_velocity`): the joints are
+  solved for the base moving as measured, not as the QP would move it.
 * ``publish_base_target`` (robot only): the retargeted human root -- the position and orientation targets
   of the map's root frame with their velocities -- as ``Odometry``, one per output. It depends on the human
   only, never on the base feedback, so a simulated robot's harness can follow it while the IK's base comes
@@ -109,3 +111,5 @@ class BaseFeedback:
             position = position + rotation @ odom[3][:3] * dt
             rotation = rotation @ pin.exp3(odom[3][3:] * dt)
         self.ik.set_base_pose(position, rotation)
+        if self.params["base_odom_velocity"]:  # the twist as measured, in the world frame (nu's base rows)
+            self.ik.set_base_velocity(odom[2] @ odom[3][:3], odom[2] @ odom[3][3:])

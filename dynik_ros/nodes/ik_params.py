@@ -99,6 +99,13 @@ IK_PARAMS = (
     ),
     ParamSpec("use_base_odom", False, "Take the base pose from /robot/base_odom instead of estimating it."),
     ParamSpec(
+        "base_odom_velocity",
+        True,
+        "With use_base_odom: hold the IK's base twist at the odometry's (mocap_node's measured twist) "
+        "instead of letting the QP move the base; runtime-changeable.",
+        runtime=True,
+    ),
+    ParamSpec(
         "base_odom_extrapolate",
         True,
         "Move the base odometry to each link-state stamp with its twist (capture-stamped mocap feedback: "
