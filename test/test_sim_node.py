@@ -97,8 +97,13 @@ def test_follows_a_trajectory_in_sim_time_and_publishes_the_clock(h):
     delay, rms = estimate_delay(start + times, commands, stamps[window], q[window], max_delay=0.3)
     assert np.all(rms < 0.02), rms
     assert np.median(delay) < 0.06, delay
-    clock_times = {round(_seconds(c.clock), 6) for c in clocks}
-    assert len(clock_times & {round(s, 6) for s in stamps}) > 10  # stamps are sim times on /clock
+    # stamps are sim times on /clock: each state was published within the physics chunk (at most
+    # max_catch_up, 50 ms) that ended at a /clock time, and on the 1 ms physics grid
+    clock_times = np.array(sorted(_seconds(c.clock) for c in clocks))
+    published = stamps[stamps <= clock_times[-1]]
+    after = clock_times[np.searchsorted(clock_times, published - 1e-9)]
+    assert published.size > 10 and np.all(after - published <= 0.05 + 1e-6), (after - published).max()
+    assert np.allclose(published * 1000, np.round(published * 1000), atol=1e-6)
 
 
 def test_out_of_limit_and_nan_commands_never_reach_the_actuators(h):
@@ -278,3 +283,35 @@ def test_deactivating_the_bridge_stops_its_commands_and_the_sim_holds(h):
     assert sim.follower.counts.accepted == accepted
     np.testing.assert_array_equal(sim.data.ctrl, ctrl)
     assert np.abs(sim.controlled_positions() - ctrl[sim.actuator_ids])[arms].max() < 0.02
+
+
+def test_lockstep_waits_for_the_consumer_then_runs_on_when_it_falls_silent(h):
+    """lockstep_topic: sim time (real time on /clock) stops lockstep_lead past the consumer's
+    newest stamp, moves on when a newer stamp arrives, and runs on alone once the consumer has been silent
+    for lockstep_timeout."""
+    from sensor_msgs.msg import JointState
+
+    from dynik_ros.nodes.common import RELIABLE_QOS
+    from dynik_ros.nodes.conversions import seconds_to_stamp
+
+    node = _active(
+        h, publish_clock=True, real_time_factor=1.0, mocap=False, lockstep_topic="/consumer",
+        lockstep_lead=0.05, lockstep_timeout=3.0,
+    )  # fmt: skip
+    sim = node.sim
+    pub = h.probe.create_publisher(JointState, "/consumer", RELIABLE_QOS)
+    h.wait_matched(pub)
+    dt = sim.model.opt.timestep
+    for stamp in (sim.time + 2.0, sim.time + 2.5):
+        msg = JointState()
+        msg.header.stamp = seconds_to_stamp(stamp)
+        waits = node.lockstep_waits
+
+        def held(w=waits, m=msg) -> bool:
+            pub.publish(m)  # the consumer, alive, still at this stamp
+            return node.lockstep_waits > w + 20
+
+        assert h.spin_until(held, timeout=120.0)
+        assert stamp + 0.05 - dt - 1e-9 <= sim.time <= stamp + 0.05 + 1e-9, (stamp, sim.time)
+    held = sim.time
+    assert h.spin_until(lambda: sim.time > held + 1.0, timeout=120.0)  # silent for 3 s: on its own

@@ -11,8 +11,11 @@ the camera frame, stamped with the capture time, delivered after the latency), `
 Physics runs while the node is active, from a timer on the steady clock: in real time (``real_time_factor``
 1, catching up in chunks of at most ``max_catch_up`` s and dropping a larger debt, counted), or as fast as
 ``real_time_factor`` asks when publishing ``/clock`` (0 = as fast as possible); nodes with
-``use_sim_time`` then follow the sim. Stamps are sim time on ``/clock``, else the node clock at the
-matching instant (time the sim dropped moves its stamps forward: they stay on the node clock).
+``use_sim_time`` then follow the sim; with ``lockstep_topic`` the sim also waits for a consumer on
+sim time (its JointState stamps, at most ``lockstep_lead`` behind) as Gazebo's lockstep would, so a
+loaded machine slows the whole loop instead of leaving the consumer behind. Stamps are sim time on
+``/clock``, else the node clock at the matching instant (time the sim dropped moves its stamps forward:
+they stay on the node clock).
 Commands are applied only while active; a trajectory's zero stamp means "now".
 MuJoCo is imported at configure only.
 """
@@ -102,6 +105,22 @@ class SimNode(DynikLifecycleNode):
         ),
         ParamSpec("step_period", 0.002, "Wall period of the physics timer [s].", low=5e-4, high=0.1),
         ParamSpec("max_catch_up", 0.05, "Most sim time stepped per timer call [s].", low=0.001, high=1.0),
+        ParamSpec(
+            "lockstep_topic",
+            "",
+            "JointState topic of the consumer the sim waits for ('' = none), e.g. /dynik/joint_states: "
+            "sim time goes at most lockstep_lead past its newest stamp (Gazebo's lockstep, for /clock).",
+        ),
+        ParamSpec(
+            "lockstep_lead", 0.1, "Most sim time ahead of the consumer's stamp [s].", low=0.001, high=10.0
+        ),
+        ParamSpec(
+            "lockstep_timeout",
+            1.0,
+            "Wall time without a consumer message after which the sim runs on its own again [s].",
+            low=0.01,
+            high=600.0,
+        ),
         ParamSpec("world_frame", "world", "Frame of /sim/base_pose_true."),
         ParamSpec("mocap", True, "Simulate the mocap rigid body."),
         ParamSpec("mocap_topic", "/mocap/rigid_body", "Mocap rigid-body topic (PoseStamped)."),
@@ -250,6 +269,14 @@ class SimNode(DynikLifecycleNode):
             ),
             self.create_subscription(Float64MultiArray, self.commands_topic, self._on_commands, COMMAND_QOS),
         ]
+        self._consumer: tuple[float, float] | None = None  # (its newest stamp [sim s], wall s received)
+        self.lockstep_waits = 0
+        if p["lockstep_topic"]:
+            if not p["publish_clock"]:
+                raise ConfigError("lockstep_topic", "needs publish_clock:=true (the consumer on sim time)")
+            self._entities.append(
+                self.create_subscription(JointState, p["lockstep_topic"], self._on_consumer, RELIABLE_QOS)
+            )
         if p["base_mode"] == "harness":
             self._entities.append(
                 self.create_subscription(Odometry, p["base_target_topic"], self._on_base_target, SENSOR_QOS)
@@ -394,6 +421,22 @@ class SimNode(DynikLifecycleNode):
         )
         return out
 
+    def _on_consumer(self, msg: JointState) -> None:
+        """The consumer's newest stamp; any message (a repeated stamp too) shows it is still there."""
+        stamp = self.sim_time_of(stamp_to_ns(msg.header.stamp))
+        if self._consumer is not None:
+            stamp = max(stamp, self._consumer[0])
+        self._consumer = (stamp, self._steady.now().nanoseconds / NS)
+
+    def _lockstep_limit(self, wall: float) -> int | None:
+        """Physics steps the consumer allows (None: no limit): up to ``lockstep_lead`` past its newest
+        stamp, unless it was silent for ``lockstep_timeout`` (not started yet, ended or gone)."""
+        consumer = self._consumer
+        if consumer is None or wall - consumer[1] > self.params["lockstep_timeout"]:
+            return None
+        allowed = consumer[0] + self.params["lockstep_lead"] - self.sim.time
+        return max(0, int(allowed / self.sim.model.opt.timestep + 1e-9))
+
     def _on_base_target(self, msg: Odometry) -> None:
         if self.sim is None:
             return
@@ -414,6 +457,11 @@ class SimNode(DynikLifecycleNode):
             return
         wall = self._steady.now().nanoseconds / NS
         steps = self.pacer.steps(wall, self.sim.time)
+        limit = self._lockstep_limit(wall) if self._consumer is not None else None
+        if limit is not None and limit < steps:  # waiting for the consumer: the pace restarts from here
+            steps = limit
+            self.lockstep_waits += 1
+            self.pacer.restart(wall, self.sim.time + steps * self.sim.model.opt.timestep)
         if not self.params["publish_clock"]:  # time the sim skipped: stamps stay on the node clock
             offset = self._base_offset_ns + int(round(self.pacer.dropped * NS))
             if offset != self._clock_offset_ns:  # captures before now keep the offset of their time
@@ -490,6 +538,7 @@ class SimNode(DynikLifecycleNode):
             "base_height": float(position[2]),
             "base_tilt_deg": tilt,
             "mocap_published": self.mocap_published,
+            "lockstep_waits": self.lockstep_waits,
         }
         values.update({f"refused_{k}": v for k, v in counts.refused.items()})
         mocap = self.session.mocap
