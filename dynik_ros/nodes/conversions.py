@@ -242,6 +242,31 @@ def header_stamp_ns(data: bytes) -> int:
     return stamp_to_ns(deserialize_message(data, JointState).header.stamp)
 
 
+def _header_and_names(
+    buf: memoryview, block: bytes, cached: list[str] | None
+) -> tuple[int, int, list[str], bool, int, int]:
+    """``(sec, nanosec, names, known, start, end)`` of a plain-CDR message whose header is followed by a
+    string sequence (the decoders' names block at ``buf[start:end]``). ``known``: the block equals the
+    last accepted one, ``block``, or decodes to the same names ``cached`` (rclpy leaves padding bytes
+    uninitialised): then ``names`` is ``cached`` itself, checked already."""
+    sec, nanosec = _STAMP.unpack_from(buf, 0)
+    start = 12 + _U32.unpack_from(buf, 8)[0]  # skip header.frame_id
+    start += -start % 4
+    if block and buf[start : start + len(block)] == block:
+        return sec, nanosec, cached, True, start, start + len(block)  # type: ignore[return-value]
+    count = _U32.unpack_from(buf, start)[0]
+    offset = start + 4
+    names = []
+    for _ in range(count):
+        offset += -offset % 4
+        length = _U32.unpack_from(buf, offset)[0]
+        names.append(str(buf[offset + 4 : offset + 3 + length], "utf-8"))
+        offset += 4 + length
+    if names == cached:
+        return sec, nanosec, cached, True, start, offset
+    return sec, nanosec, names, False, start, offset
+
+
 class LinkStatesDecoder:
     """:func:`link_states_from_cdr` for one stream: the link names of a stream do not change between
     samples, so the names block of the last accepted message is kept as bytes; a message starting with the
@@ -266,24 +291,7 @@ class LinkStatesDecoder:
             )
         buf = memoryview(data)[4:]
         try:
-            sec, nanosec = _STAMP.unpack_from(buf, 0)
-            start = 12 + _U32.unpack_from(buf, 8)[0]  # skip header.frame_id
-            start += -start % 4
-            block = self._block
-            known = bool(block) and buf[start : start + len(block)] == block
-            if known:
-                names, offset = self._names, start + len(block)
-            else:
-                count = _U32.unpack_from(buf, start)[0]
-                offset = start + 4
-                names = []
-                for _ in range(count):
-                    offset += -offset % 4
-                    length = _U32.unpack_from(buf, offset)[0]
-                    names.append(str(buf[offset + 4 : offset + 3 + length], "utf-8"))
-                    offset += 4 + length
-                if names == self._names:  # the same names with other padding bytes (rclpy leaves them
-                    names, known = self._names, True  # uninitialised): checked already
+            sec, nanosec, names, known, start, offset = _header_and_names(buf, self._block, self._names)
             end_of_names = offset
             arrays = []
             for width in (7, 6):  # transforms (translation, rotation), then twists (linear, angular)
@@ -441,24 +449,7 @@ class JointStateDecoder:
             return joint_state_from_msg(msg)
         buf = memoryview(data)[4:]
         try:
-            sec, nanosec = _STAMP.unpack_from(buf, 0)
-            start = 12 + _U32.unpack_from(buf, 8)[0]  # skip header.frame_id
-            start += -start % 4
-            block = self._block
-            known = bool(block) and buf[start : start + len(block)] == block
-            if known:
-                names, offset = self._names, start + len(block)
-            else:
-                count = _U32.unpack_from(buf, start)[0]
-                offset = start + 4
-                names = []
-                for _ in range(count):
-                    offset += -offset % 4
-                    length = _U32.unpack_from(buf, offset)[0]
-                    names.append(str(buf[offset + 4 : offset + 3 + length], "utf-8"))
-                    offset += 4 + length
-                if names == self._names:  # the same names with other padding bytes (rclpy leaves them
-                    names, known = self._names, True  # uninitialised): checked already
+            sec, nanosec, names, known, start, offset = _header_and_names(buf, self._block, self._names)
             end_of_names = offset
             arrays = []
             for _ in range(2):  # position, velocity (effort is not read)
