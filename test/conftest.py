@@ -20,7 +20,29 @@ def human48() -> RobotModel:
     return RobotModel.from_urdf_file(urdf_path("human48"))
 
 
-DOMAIN_ID = 1 + os.getpid() % 100
+def _claim_domain(start: int | None = None) -> tuple[int, object]:
+    """A ROS domain (1-100) no other test session on this machine holds: an exclusive, non-blocking lock on
+    one file per domain, kept for the whole session and released by the OS when the process ends. (The pid
+    alone collided: six sessions at once share a domain with a probability of ~14 %, and then receive each
+    other's messages.) Tries 1 + start first (default: the pid modulo 100, so that sessions spread) and
+    falls back to that domain when all are held."""
+    import fcntl
+    import tempfile
+
+    start = os.getpid() % 100 if start is None else start
+    for offset in range(100):
+        domain = 1 + (start + offset) % 100
+        handle = open(os.path.join(tempfile.gettempdir(), f"dynik-test-domain-{domain}.lock"), "w")  # noqa: SIM115
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        return domain, handle
+    return 1 + start, None
+
+
+DOMAIN_ID, _DOMAIN_LOCK = _claim_domain()
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,8 @@
 flowing end to end, refused inputs counted in diagnostics, and the bridge's safety behaviour.
 
 Every test gets fresh nodes on one SingleThreadedExecutor and destroys them afterwards. The session uses
-its own ROS_DOMAIN_ID (from the pid) and localhost-only discovery, so parallel sessions do not meet.
+its own ROS_DOMAIN_ID (claimed with a lock file, see conftest) and localhost-only discovery, so parallel
+sessions do not meet.
 """
 
 from __future__ import annotations

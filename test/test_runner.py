@@ -217,7 +217,7 @@ def test_message_clock_of_the_bridge_stays_monotonic_when_stamps_step_back():
     from dynik_ros.nodes.bridge_node import BridgeNode
 
     context = Context()
-    rclpy.init(args=[], context=context, domain_id=os.getpid() % 100 + 100)
+    rclpy.init(args=[], context=context, domain_id=int(os.environ["ROS_DOMAIN_ID"]))
     try:
         from rclpy.parameter import Parameter
 
