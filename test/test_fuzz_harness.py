@@ -116,6 +116,19 @@ def test_link_state_mutations_are_deterministic_and_what_they_say(kind, stream):
         assert np.abs(np.concatenate((parsed.linear_velocities, parsed.angular_velocities))).max() == 1e30
 
 
+@pytest.mark.parametrize("seconds", [1.0, 20.0])
+def test_clean_stream_laps_join_as_smoothly_as_the_walk_itself(seconds):
+    """Every link, not only the pelvis: a lap that ends mid-cycle jumps the feet at each seam (a 20 s lap
+    of the 1.1 s walk moved a foot 0.26 m in one sample), which the campaign read as slow recovery."""
+    stream = CleanStream(*walk(seconds, 120.0), PERIOD, 0)
+    n = len(stream.poses)
+    positions = np.array([stream.next().poses[:, :3] for _ in range(n + 2)])  # k = 1 .. n + 2
+    steps = np.linalg.norm(np.diff(positions, axis=0), axis=2).max(axis=1)  # largest link step
+    seam = steps[n - 2]  # from sample n - 1 (last of lap 0) to sample n (first of lap 1)
+    inside = np.delete(steps, n - 2).max()
+    assert seam <= 1.5 * inside, f"seam step {seam:.3f} m vs {inside:.3f} m inside a lap"
+
+
 def test_clean_stream_has_no_teleport_at_its_seams_and_persistent_changes_stay(motion):
     stream = CleanStream(*motion, PERIOD, 0)
     pelvis = stream.names.index("Pelvis")

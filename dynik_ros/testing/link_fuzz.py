@@ -113,15 +113,25 @@ class LinkSample:
 
 
 def walk(seconds: float, rate: float, model: str = "human66") -> tuple[list[str], np.ndarray, np.ndarray]:
-    """A synthetic walk of ``model``'s 23 links: names, ``(N, L, 7)`` poses and ``(N, L, 6)`` twists."""
+    """A synthetic walk of ``model``'s 23 links: names, ``(N, L, 7)`` poses and ``(N, L, 6)`` twists.
+
+    ``seconds`` is rounded to a whole number of gait cycles (at least one), so that :class:`CleanStream`'s
+    laps join where the walk itself would go on: a 20 s lap of the 1.1 s cycle ended 2/11 of a cycle
+    early, and every seam jumped a foot 0.26 m forward (the IK then needed ~0.9 s to catch up, which the
+    fuzz campaign blamed on the bad input just before)."""
     from dynik_ros.core.quaternion import quaternion_from_rotation
     from dynik_ros.core.robot_model import RobotModel
     from dynik_ros.models.assets import urdf_path
     from dynik_ros.models.human import XSENS_SEGMENTS, Subject, pelvis_height
+    from dynik_ros.motion.gait import PROGRAMMES
     from dynik_ros.motion.synthetic import synthesize
 
+    cycle = PROGRAMMES["walking"].cycle_time
+    samples = int(round(max(1, round(seconds / cycle)) * cycle * rate))
     robot = RobotModel.from_urdf_file(urdf_path(model))
-    motion = synthesize(robot, "walking", seconds, rate, list(XSENS_SEGMENTS), pelvis_height(Subject()))
+    motion = synthesize(
+        robot, "walking", samples / rate, rate, list(XSENS_SEGMENTS), pelvis_height(Subject())
+    )
     poses = np.concatenate((motion.positions, quaternion_from_rotation(motion.rotations)), axis=2)
     twists = np.concatenate((motion.linear_velocities, motion.angular_velocities), axis=2)
     return list(motion.links), poses, twists
