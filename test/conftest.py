@@ -71,3 +71,21 @@ def ros(private_domain):
     yield rclpy
     if owner:
         rclpy.shutdown()
+
+
+@pytest.fixture
+def h(ros):
+    """Fresh nodes on one executor with a probe node (test/node_harness.py), destroyed after the test."""
+    from node_harness import Harness
+
+    harness = Harness(ros)
+    yield harness
+    harness.close()
+
+
+@pytest.fixture(scope="module")
+def samples():
+    """Serialized-ready human link states: 2 s of synthetic walking at 120 Hz (Human66)."""
+    from node_harness import walking_samples
+
+    return walking_samples()

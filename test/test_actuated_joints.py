@@ -7,20 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import yaml
-from test_nodes import Harness, ok, params
+from node_harness import ok, params
 
 from dynik_ros.retarget.config import RetargetConfigError, config_from_dict
 from dynik_ros.retarget.registry import load_robot
 
 # the G1's ankles as if they were driven through rods: pitch actuated, roll passive (a stand-in for a loop)
 PASSIVE = ["left_ankle_roll_joint", "right_ankle_roll_joint"]
-
-
-@pytest.fixture
-def h(ros):
-    harness = Harness(ros)
-    yield harness
-    harness.close()
 
 
 @pytest.fixture(scope="module")

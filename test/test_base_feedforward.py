@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_nodes import Harness, ik, link_msg, ok
+from node_harness import Harness, ik, link_msg, ok
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 

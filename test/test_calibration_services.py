@@ -13,20 +13,13 @@ import re
 import numpy as np
 import pinocchio as pin
 import pytest
-from test_nodes import Harness, ik, ok, wearable
+from node_harness import ik, ok, wearable
 
 from dynik_ros.core.quaternion import rotation_from_quaternion
 from dynik_ros.io.suit_calibration import rotation_angle, rotation_z
 
 YAW = np.radians(40.0)
 SHIFT = np.array([2.0, -1.0, 0.0])
-
-
-@pytest.fixture
-def h(ros):
-    harness = Harness(ros)
-    yield harness
-    harness.close()
 
 
 @pytest.fixture(scope="module")

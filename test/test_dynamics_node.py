@@ -7,18 +7,11 @@ import math
 
 import numpy as np
 import pytest
-from test_nodes import Harness, ok, params
+from node_harness import Harness, ok, params
 
 FEET = ("RightFoot", "LeftFoot")
 T0 = 1_700_000_000 * 10**9
 RATE = 60.0
-
-
-@pytest.fixture
-def h(ros):
-    harness = Harness(ros)
-    yield harness
-    harness.close()
 
 
 @pytest.fixture(scope="module")

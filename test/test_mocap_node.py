@@ -10,12 +10,11 @@ conditions only.
 from __future__ import annotations
 
 import math
-import os
-import time
 from typing import Any
 
 import numpy as np
 import pytest
+from node_harness import Harness, mocap, ok
 from scipy.spatial.transform import Rotation
 
 from dynik_ros.nodes.base_estimation import ACCEPTED, OUTLIER, EstimatorConfig, MocapBaseEstimator
@@ -198,41 +197,6 @@ def test_calibration_waits_for_the_robot_to_stand_still():
 
 
 # --------------------------------------------------------------------------- mocap_node (real rclpy)
-class Harness:
-    def __init__(self, rclpy: Any):
-        from rclpy.executors import SingleThreadedExecutor
-
-        self.executor = SingleThreadedExecutor()
-        self.nodes: list[Any] = []
-        self.probe = self.add(rclpy.create_node(f"mocap_probe_{os.getpid()}_{time.monotonic_ns()}"))
-
-    def add(self, node: Any) -> Any:
-        self.nodes.append(node)
-        self.executor.add_node(node)
-        return node
-
-    def spin_until(self, condition, timeout: float = 20.0) -> bool:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if condition():
-                return True
-            self.executor.spin_once(timeout_sec=0.005)
-        return condition()
-
-    def close(self) -> None:
-        for node in self.nodes:
-            self.executor.remove_node(node)
-            node.destroy_node()
-        self.executor.shutdown()
-
-
-@pytest.fixture
-def h(ros):
-    harness = Harness(ros)
-    yield harness
-    harness.close()
-
-
 def mocap_node(h: Harness, **values: Any):
     from rclpy.parameter import Parameter
 
@@ -464,3 +428,96 @@ def test_ik_node_extrapolates_capture_stamped_odometry_to_its_link_stamps(h):
     solver.set_parameters([Parameter("base_odom_extrapolate", value=False)])
     solver._apply_base_odom(stamp + int(dt * 1e9))
     np.testing.assert_allclose(solver.ik.base_position, position, atol=1e-12)
+
+
+# ------------------------------------------------- mocap_node: calibration, refusals, teleports
+def test_mocap_calibrates_aligns_and_refuses_bad_poses(h):
+    from geometry_msgs.msg import PoseStamped
+    from nav_msgs.msg import Odometry
+
+    from dynik_ros.core.quaternion import quaternion_from_rotation
+    from dynik_ros.core.so3 import rotation_about
+    from dynik_ros.nodes.common import SENSOR_QOS
+    from dynik_ros.nodes.conversions import ns_to_stamp, pose_msg
+
+    node = h.add(mocap(calibration_samples=10, ground_height=0.1, initial_base_yaw=0.0))  # base 0.8 m up
+    odom = h.collect(Odometry, "/robot/base_odom")
+    pub = h.probe.create_publisher(PoseStamped, "/mocap/rigid_body", SENSOR_QOS)
+    assert ok(node.trigger_configure()) and ok(node.trigger_activate())
+    h.wait_matched(pub)
+
+    def send(k: int, position, yaw: float, quat=None) -> None:
+        msg = PoseStamped()
+        msg.header.stamp = ns_to_stamp(10**18 + k * 10**7)
+        msg.pose = pose_msg(
+            np.asarray(position), quaternion_from_rotation(rotation_about("z", yaw)) if quat is None else quat
+        )
+        before = node.received
+        pub.publish(msg)
+        assert h.spin_until(lambda: node.received > before)
+
+    for k in range(10):  # standing still at (1, 2, 0.9) facing yaw 0.5
+        send(k, (1.0, 2.0, 0.9), 0.5)
+    assert node.estimator.calibrated
+    send(10, (1.0 + 0.01 * np.cos(0.5), 2.0 + 0.01 * np.sin(0.5), 0.9), 0.5)  # 1 m/s forward
+    send(11, (math.nan, 2.0, 0.9), 0.5)
+    send(12, (1.0, 2.0, 0.9), 0.5, quat=(0.0, 0.0, 0.0, 2.0))
+    send(5, (1.0, 2.0, 0.9), 0.5)  # older stamp
+    assert {k: v for k, v in node.rejections.counts.items() if v} == {
+        "nan": 1,
+        "non_rotation": 1,
+        "out_of_order": 1,
+    }
+    assert h.spin_until(lambda: len(odom) >= 2)
+    first, moved = odom[0], odom[-1]
+    p = first.pose.pose.position
+    assert (p.x, p.y, p.z) == pytest.approx((0.0, 0.0, 0.8), abs=1e-9)
+    assert first.pose.pose.orientation.w == pytest.approx(1.0, abs=1e-9)  # heading aligned to yaw 0
+    assert moved.pose.pose.position.x == pytest.approx(0.01, abs=1e-9)
+    assert moved.twist.twist.linear.x > 0.1  # forward in the base frame (filtered finite difference)
+    assert first.child_frame_id == "base_link" and first.header.frame_id == "world"
+
+
+def test_mocap_refuses_absurd_poses_survives_a_raising_estimator_and_follows_a_teleport(h):
+    from geometry_msgs.msg import PoseStamped
+    from nav_msgs.msg import Odometry
+
+    from dynik_ros.nodes.common import SENSOR_QOS
+    from dynik_ros.nodes.conversions import ns_to_stamp, pose_msg
+
+    node = h.add(mocap(calibration_samples=2, velocity_cutoff=0.0))
+    odom = h.collect(Odometry, "/robot/base_odom")
+    pub = h.probe.create_publisher(PoseStamped, "/mocap/rigid_body", SENSOR_QOS)
+    assert ok(node.trigger_configure()) and ok(node.trigger_activate())
+    h.wait_matched(pub)
+
+    def send(k: int, x: float) -> None:
+        msg = PoseStamped()
+        msg.header.stamp = ns_to_stamp(10**18 + k * 10**7)
+        msg.pose = pose_msg(np.array((x, 0.0, 1.0)), (0.0, 0.0, 0.0, 1.0))
+        before = node.received
+        pub.publish(msg)
+        assert h.spin_until(lambda: node.received > before)
+
+    for k in range(4):
+        send(k, 0.01 * k)  # 1 m/s
+    send(4, 1e300)  # finite but absurd: was published with a 1e302 m/s twist
+    send(5, 0.05 + 100.0)  # a lone 100 m jump
+    send(6, 0.06)
+    real_update = node.estimator.update
+    node.estimator.update = lambda *a: 1 / 0  # a bug inside: counted, the node spins on
+    send(7, 0.07)
+    node.estimator.update = real_update
+    for k in range(8, 11):  # the body re-appears 100 m away and stays: accepted after 3 poses
+        send(k, 100.0 + 0.01 * k)
+    send(11, 100.11)
+    counts = node.rejections.counts
+    assert counts["implausible_position"] == 1 and counts["unhandled"] == 1
+    assert counts["implausible_jump"] == 3 and node.rebased == 1 and node.active
+    assert h.spin_until(lambda: len(odom) >= 6)  # poses 1-3, 6, 10, 11 (0 calibrates)
+    speeds = [abs(m.twist.twist.linear.x) for m in odom]
+    assert max(speeds) < 2.0, speeds  # no twist across the refused poses or the teleport
+    assert odom[-1].pose.pose.position.x - odom[0].pose.pose.position.x == pytest.approx(100.10, abs=1e-6)
+    assert speeds[-1] == pytest.approx(1.0, abs=1e-6)
+
+

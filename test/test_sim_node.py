@@ -10,16 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_nodes import Harness, ok, params
+from node_harness import ok, params
 
 pytest.importorskip("mujoco")
-
-
-@pytest.fixture
-def h(ros):
-    harness = Harness(ros)
-    yield harness
-    harness.close()
 
 
 def sim_node(**values: Any):
