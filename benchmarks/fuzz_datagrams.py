@@ -47,9 +47,7 @@ def fuzz_datagrams(
     from rosgraph_msgs.msg import Clock
 
     from dynik_ros.models.segments import XSENS_SEGMENTS
-    from dynik_ros.nodes.bridge_node import BridgeNode
     from dynik_ros.nodes.conversions import ns_to_stamp
-    from dynik_ros.nodes.ik_node import IKNode
     from dynik_ros.nodes.wearable_node import WearableNode
     from dynik_ros.testing.link_fuzz import CleanStream
 
@@ -74,20 +72,7 @@ def fuzz_datagrams(
             ],
         )
     )
-    ik = rig.add(IKNode(context=rig.context, parameter_overrides=[Parameter("model", value="human66"), sim]))
-    bridge = rig.add(
-        BridgeNode(
-            context=rig.context,
-            parameter_overrides=[
-                Parameter("model", value="human66"),
-                Parameter("interface", value="forward_command"),
-                Parameter("controller", value="fuzz_mvn"),
-                Parameter("clock", value="message"),
-            ],
-        )
-    )
-    outputs: set[int] = set()
-    ik.trace = lambda event, stamp: outputs.add(stamp) if event == "ik_output" else None
+    ik, bridge, outputs = rig.add_ik_and_bridge("fuzz_mvn", sim)
     tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
         rig.configure(bridge, ik, wearable)

@@ -80,12 +80,9 @@ def fuzz_link_states(
 ) -> dict[str, Any]:
     """Run the link-state fuzz until ``mutated`` mutated messages were sent; the results as a dict.
     ``tamper(ik, bridge)`` is called after the warm-up (the harness's own tests plant faults with it)."""
-    from rclpy.parameter import Parameter
     from sensor_msgs.msg import MultiDOFJointState
 
-    from dynik_ros.nodes.bridge_node import BridgeNode
     from dynik_ros.nodes.common import SENSOR_QOS
-    from dynik_ros.nodes.ik_node import IKNode
     from dynik_ros.testing.link_fuzz import mutate
 
     rng = np.random.default_rng(seed)
@@ -94,20 +91,7 @@ def fuzz_link_states(
     span_ns = int((mutated * 4 + 10_000) * PERIOD_NS) + 24 * 3600 * NS
     stream = CleanStream(names, poses, twists, PERIOD_NS, time.time_ns() - span_ns)
     rig = Rig(domain_id)
-    ik = rig.add(IKNode(context=rig.context, parameter_overrides=[Parameter("model", value="human66")]))
-    bridge = rig.add(
-        BridgeNode(
-            context=rig.context,
-            parameter_overrides=[
-                Parameter("model", value="human66"),
-                Parameter("interface", value="forward_command"),
-                Parameter("controller", value="fuzz_ctrl"),
-                Parameter("clock", value="message"),
-            ],
-        )
-    )
-    outputs: set[int] = set()
-    ik.trace = lambda event, stamp: outputs.add(stamp) if event == "ik_output" else None
+    ik, bridge, outputs = rig.add_ik_and_bridge("fuzz_ctrl")
     try:
         rig.bring_up(bridge, ik)
         probe = Probe(rig, ik.robot, names, bridge, "/fuzz_ctrl/commands")

@@ -136,6 +136,27 @@ class Rig:
         self.nodes.append(node)
         return node
 
+    def add_ik_and_bridge(self, controller: str, *ik_parameters: Any) -> tuple[Any, Any, set[int]]:
+        """ik_node (Human66, ``ik_parameters`` added) and bridge_node (forward commands to ``controller``,
+        message clock) in the rig, and the set the IK's output stamps are collected in."""
+        from rclpy.parameter import Parameter
+
+        from dynik_ros.nodes.bridge_node import BridgeNode
+        from dynik_ros.nodes.ik_node import IKNode
+
+        model = Parameter("model", value="human66")
+        ik = self.add(IKNode(context=self.context, parameter_overrides=[model, *ik_parameters]))
+        bridge_parameters = [
+            model,
+            Parameter("interface", value="forward_command"),
+            Parameter("controller", value=controller),
+            Parameter("clock", value="message"),
+        ]
+        bridge = self.add(BridgeNode(context=self.context, parameter_overrides=bridge_parameters))
+        outputs: set[int] = set()
+        ik.trace = lambda event, stamp: outputs.add(stamp) if event == "ik_output" else None
+        return ik, bridge, outputs
+
     def spin_until(self, condition: Callable[[], bool], timeout: float) -> bool:
         end = time.monotonic() + timeout
         while True:
