@@ -113,3 +113,17 @@ def link_msg(sample: Any, stamp_ns: int):
         sample.angular_velocities,
     )
 
+
+def motion_link_msg(motion: Any, k: int, stamp_ns: int):
+    """Sample ``k`` of a synthetic :class:`~dynik_ros.motion.synthetic.Motion` as link states."""
+    from dynik_ros.core.quaternion import quaternion_from_rotation
+    from dynik_ros.nodes.conversions import link_states_to_msg
+
+    return link_states_to_msg(
+        stamp_ns,
+        motion.links,
+        motion.positions[k],
+        quaternion_from_rotation(motion.rotations[k]),
+        motion.linear_velocities[k],
+        motion.angular_velocities[k],
+    )

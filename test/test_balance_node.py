@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from node_harness import ok, params
+from node_harness import motion_link_msg, ok, params
 
 T0 = 1_700_000_000 * 10**9
 RATE = 60.0
@@ -37,17 +37,7 @@ def _stamp(k: int) -> int:
 
 
 def _links(motion, k: int):
-    from dynik_ros.core.quaternion import quaternion_from_rotation
-    from dynik_ros.nodes.conversions import link_states_to_msg
-
-    return link_states_to_msg(
-        _stamp(k),
-        motion.links,
-        motion.positions[k],
-        quaternion_from_rotation(motion.rotations[k]),
-        motion.linear_velocities[k],
-        motion.angular_velocities[k],
-    )
+    return motion_link_msg(motion, k, _stamp(k))
 
 
 def _run(h, solver, motion, count: int, before_each=None):

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from node_harness import Harness, ok, params
+from node_harness import Harness, motion_link_msg, ok, params
 
 FEET = ("RightFoot", "LeftFoot")
 T0 = 1_700_000_000 * 10**9
@@ -34,17 +34,7 @@ def _stamp(k: int) -> int:
 
 
 def _links(motion, k: int):
-    from dynik_ros.core.quaternion import quaternion_from_rotation
-    from dynik_ros.nodes.conversions import link_states_to_msg
-
-    return link_states_to_msg(
-        _stamp(k),
-        motion.links,
-        motion.positions[k],
-        quaternion_from_rotation(motion.rotations[k]),
-        motion.linear_velocities[k],
-        motion.angular_velocities[k],
-    )
+    return motion_link_msg(motion, k, _stamp(k))
 
 
 def _shoe(wrench: np.ndarray, k: int, frame: str):
