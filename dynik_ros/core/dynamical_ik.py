@@ -63,10 +63,9 @@ from copy import deepcopy
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import osqp
 
-from dynik_ros.core.adams import MAX_HISTORY, adams_weights
-from dynik_ros.core.base_integration import SCHEMES, integrate_rotation
+from dynik_ros.core.adams import MAX_HISTORY
+from dynik_ros.core.base_integration import SCHEMES
 from dynik_ros.core.branch_recovery import BranchRecovery, BranchRecoveryConfig
 from dynik_ros.core.com_objective import BalanceConfig
 from dynik_ros.core.extra_terms import ExtraTerms
@@ -77,20 +76,19 @@ from dynik_ros.core.frame_change import (
     transform_measurements,
 )
 from dynik_ros.core.frame_kinematics import FrameKinematics, pose_residual, to_pinocchio_velocity
+from dynik_ros.core.joint_velocity_bounds import JointVelocityBounds
 from dynik_ros.core.loop_closure import LoopClosure
 from dynik_ros.core.regularizers import RegularizerConfig
 from dynik_ros.core.robot_model import RobotModel
-from dynik_ros.core.so3 import determinant, exp_so3, orthonormality_error
+from dynik_ros.core.so3 import determinant, orthonormality_error
+from dynik_ros.core.step_integration import EULER_WEIGHTS, StepIntegration
 from dynik_ros.core.targets import FrameTarget, Measurements, TargetSet
 from dynik_ros.core.velocity_qp import QPSettings, VelocityQP
 
-_INFINITY = float(osqp.constant("OSQP_INFTY"))
 RESIDUAL_TIMINGS = ("consistent", "paper")
 INTEGRATIONS = ("adams", "trapezoidal", "euler")
 JACOBIAN_POINTS = ("predicted", "previous")
 ORIENTATION_RESIDUALS = ("log", "paper")
-_TRAPEZOID, _EULER = np.array([0.5, 0.5]), np.ones(1)  # quadrature weights
-_TRAPEZOID.flags.writeable = _EULER.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -152,11 +150,13 @@ class StepInfo:
     euler_fallback: bool = False  # the history made the limits infeasible: this step used Euler
 
 
-class DynamicalIK:
+class DynamicalIK(StepIntegration, JointVelocityBounds):
     """Closed-loop IK of Figure 2 for a :class:`RobotModel` and a set of :class:`FrameTarget`.
 
     State: base position, base rotation matrix, joint positions, and the last velocity ``nu`` in mixed
     coordinates ``(I p_dot_B, I omega_B, s_dot)``. :meth:`step` returns pinocchio's ``q`` and tangent ``v``.
+    The integration of ``nu`` is in :mod:`~dynik_ros.core.step_integration`, the bounds of the QP's joint
+    rows in :mod:`~dynik_ros.core.joint_velocity_bounds`.
     """
 
     def __init__(
@@ -242,7 +242,7 @@ class DynamicalIK:
         self._past_nu = np.zeros((MAX_HISTORY, self.robot.nv))
         self._past_dt: list[float] = []
         self._weights_key: tuple[float, ...] | None = None
-        self._predictor = self._corrector = _EULER
+        self._predictor = self._corrector = EULER_WEIGHTS
         self._reference: Measurements | None = None
         self.qp.reset_warm_start()
         self.recovery.reset()
@@ -511,43 +511,6 @@ class DynamicalIK:
         scale = np.minimum(1.0, caps / np.maximum(np.sqrt(squares), 1e-300))
         return (rows * scale[:, None]).reshape(-1)
 
-    def _plan_integration(self, dt: float) -> None:
-        """Quadrature weights of this step: ``_corrector`` over ``(nu_k, nu_{k-1}, ...)`` integrates the step,
-        ``_predictor`` over ``(nu_{k-1}, ...)`` predicts where it ends (see :mod:`~dynik_ros.core.adams`);
-        ``_carried_velocity`` is the part of the step's mean velocity already known before the QP."""
-        scheme = self.config.integration
-        if scheme != "adams":
-            self._corrector = _TRAPEZOID if scheme == "trapezoidal" else _EULER
-            self._predictor = _EULER
-        elif (key := tuple(round(h / dt, 6) for h in self._past_dt)) != self._weights_key:
-            # the weights depend on the step ratios only; stamps in integer ns make equal steps differ by
-            # 1 ns (2e-7 of 240 Hz), so ratios are rounded to 1e-6 to keep reusing them
-            self._corrector = adams_weights(1.0, key, implicit=True)
-            self._predictor = adams_weights(1.0, key, implicit=False)
-            self._weights_key = key
-        self._carried_velocity = (
-            self._past_velocity_sum(self._corrector[1:])
-            if len(self._corrector) > 1
-            else np.zeros(self.robot.nv)
-        )
-
-    def _past_velocity_sum(self, weights: np.ndarray) -> np.ndarray:
-        """``sum_i weights[i] nu_{k-1-i}``."""
-        total = weights[0] * self.nu
-        return total + weights[1:] @ self._past_nu[: weights.size - 1] if weights.size > 1 else total
-
-    def _predicted_configuration(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
-        """``q_{k-1}`` advanced over the step by the predictor: where the step ends, to linearise there."""
-        nb = self.robot.base_dofs
-        mean = self._past_velocity_sum(self._predictor)
-        self._predicted_mean[:] = mean
-        joints = self.joint_positions + dt * mean[nb:]
-        if not nb:
-            return self.base_position, self.robot.join(self.base_position, self.base_rotation, joints)
-        position = self.base_position + dt * mean[:3]
-        rotation = exp_so3(dt * mean[3:6]) @ self.base_rotation
-        return position, self.robot.join(position, rotation, joints)
-
     def _reference_pose(self, measurements: Measurements) -> tuple[np.ndarray, np.ndarray]:
         """The target pose that the residual compares ``q_{k-1}`` with.
 
@@ -560,114 +523,6 @@ class DynamicalIK:
         if self.config.residual_timing == "paper" or previous is None:
             return measurements.positions, measurements.rotations
         return previous.positions, previous.rotations
-
-    def _velocity_bounds(self, dt: float) -> None:
-        """Bounds on ``nu_k``'s joint rows and coupled rows (eq. 12, 13b), written in place.
-
-        The joints move by ``dt m`` with ``m = w_0 nu_k + c`` (the quadrature's mean velocity, ``c`` the
-        part carried by earlier samples). Eq. (12)'s ``tanh`` bounds, the velocity limit and the position
-        limits (``discrete_limit_guard``) are imposed on ``m``, i.e. on the output trajectory itself, and
-        ``nu_k`` is also kept within the velocity limit. The set for ``m`` always holds ``m = 0`` (the
-        joints stay inside their limits), so with Euler (``w_0 = 1, c = 0``) the QP is always feasible;
-        when the history ``c`` makes the bounds on ``nu_k`` empty, this step is integrated by Euler.
-        """
-        if not self.config.discrete_limit_guard:  # the paper: eq. (12)-(13b) on nu_k alone
-            self._paper_bounds()
-            return
-        robot, kg, n = self.robot, self.config.limit_gain, self.robot.n_joints
-        vmax = robot.velocity_limit
-        below = self.joint_positions - robot.lower  # >= 0: the joints are kept inside their limits
-        above = robot.upper - self.joint_positions
-        m_low = -np.minimum(vmax * np.tanh(kg * below), below / dt)
-        m_high = np.minimum(vmax * np.tanh(kg * above), above / dt)
-        if self._n_coupled:
-            c = robot.constraints
-            slack = np.maximum(c.b - c.A @ self.joint_positions, 0.0)
-            row_high = np.minimum(c.velocity_bound * np.tanh(kg * slack), slack / dt)
-        for attempt in range(2):
-            w0 = self._corrector[0]
-            carried = self._carried_velocity[robot.base_dofs :]
-            lower = np.maximum((m_low - carried) / w0, -vmax)
-            upper = np.minimum((m_high - carried) / w0, vmax)
-            feasible = bool((lower <= upper).all())
-            if feasible and self._followers:  # a leader must also keep each follower within its bounds
-                self._lower[:n], self._upper[:n] = lower, upper
-                low, high = self._free_bounds()
-                feasible = bool((low <= high).all())
-            if self._n_coupled:
-                rows_upper = (row_high - c.A @ carried) / w0
-            if feasible and self._n_coupled:
-                # sufficient test: the nu_k that keeps the joints still (clipped to the box) meets every row
-                still = np.clip(-carried / w0, lower, upper)
-                feasible = bool(np.all(c.A @ still <= rows_upper + 1e-12))
-            if feasible or attempt:
-                break
-            self._use_euler_for_this_step()
-        self._lower[:n], self._upper[:n] = lower, upper
-        if self._n_coupled:
-            self._lower[n:] = -_INFINITY
-            self._upper[n:] = rows_upper
-
-    def _free_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Bounds of the free joints' velocities (QP columns) from the per-joint bounds in ``_lower`` and
-        ``_upper``: a leader's interval is cut to keep each follower ``m s_dot_leader`` within its own."""
-        low, high = self._lower[self._free_rows].copy(), self._upper[self._free_rows].copy()
-        for row, column, multiplier in self._followers:
-            a, b = self._lower[row] / multiplier, self._upper[row] / multiplier
-            low[column] = max(low[column], min(a, b))
-            high[column] = min(high[column], max(a, b))
-        return low, high
-
-    def integrate_this_step_by_euler(self) -> None:
-        """This step moves by ``dt nu_k`` alone (no carried history, not reported as a fallback)."""
-        self._corrector = _EULER
-        self._carried_velocity = np.zeros(self.robot.nv)
-        self._weights_key = None
-
-    def _use_euler_for_this_step(self) -> None:
-        """Integrate the current step by ``nu_k`` alone (no carried history): always feasible."""
-        self.integrate_this_step_by_euler()
-        self._fell_back = True
-
-    def _paper_bounds(self) -> None:
-        """Eq. (12) per joint and eq. (13b) per coupled row on ``nu_k``, as printed."""
-        robot, kg, n = self.robot, self.config.limit_gain, self.robot.n_joints
-        s, vmax = self.joint_positions, robot.velocity_limit
-        self._lower[:n] = -vmax * np.tanh(kg * (s - robot.lower))
-        self._upper[:n] = vmax * np.tanh(kg * (robot.upper - s))
-        if self._n_coupled:
-            c = robot.constraints
-            self._lower[n:] = -_INFINITY
-            self._upper[n:] = c.velocity_bound * np.tanh(kg * (c.b - c.A @ s))
-
-    def _integrate(self, nu: np.ndarray, dt: float) -> None:
-        """Integrate mixed ``nu`` over ``dt`` (sec. 3.3): ``p_B`` and ``s`` linearly, ``R_B`` by eq. (14).
-
-        The step moves by ``dt`` times the corrector-weighted mean velocity: ``nu_k`` alone for ``"euler"``
-        (the paper), the mean of ``nu_{k-1}`` and ``nu_k`` for ``"trapezoidal"``, Adams-Moulton over four
-        samples for ``"adams"``. A rule of order ``p`` leaves a steady tracking error of about
-        ``dt^p |d^p nu/dt^p| / K``.
-        """
-        nb = self.robot.base_dofs
-        mean = self._corrector[0] * nu + self._carried_velocity
-        if nb:
-            self.base_position = self.base_position + dt * mean[:3]
-            self.base_rotation = integrate_rotation(
-                self.base_rotation,
-                mean[3:6],
-                dt,
-                self.config.orthonormality_gain,
-                self.config.rotation_integration,
-            )
-        # the bounds keep the step inside the limits; the clip only removes OSQP's tolerance and round-off
-        joints = self.joint_positions + dt * mean[nb:]
-        if self._expansion is not None:  # locked joints exactly still, followers exactly on their leader
-            joints = self.robot.apply_reductions(joints)
-        self.joint_positions = np.clip(joints, self.robot.lower, self.robot.upper)
-        self._past_nu[1:] = self._past_nu[:-1]
-        self._past_nu[0] = self.nu
-        self._past_dt = [dt, *self._past_dt[: MAX_HISTORY - 1]]
-        self.nu = nu
 
 
 def _zeros_if_none(values: np.ndarray | None, count: int) -> np.ndarray:
