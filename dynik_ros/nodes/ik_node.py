@@ -4,9 +4,10 @@ Input: ``/human/link_states`` (``MultiDOFJointState``), optionally ``/robot/base
 Model: a human model (``model:=human66|human48``, the paper's 23-link tracking set) or a robot
 (``robot:=g1|icub|...``, human links retargeted by :class:`dynik_ros.retarget.retargeter.Retargeter`).
 Output: ``/dynik/joint_states``, ``/dynik/base_odom``, ``/dynik/markers``, ``/diagnostics``, the
-world -> base transform on ``/tf`` when ``tf2_msgs`` is importable, and with ``publish_base_target`` the
-retargeted human root on ``/dynik/base_target`` (what the base is asked to do, independent of any base
-feedback: the harness target of a simulated robot whose base the IK reads from mocap).
+world -> base transform on ``/tf`` when ``tf2_msgs`` is importable (:mod:`~dynik_ros.nodes.ik_outputs`), and
+with ``publish_base_target`` the retargeted human root on ``/dynik/base_target`` (what the base is asked to
+do, independent of any base feedback: the harness target of a simulated robot whose base the IK reads from
+mocap).
 
 ``dt`` comes from the message stamps. The first message initializes the state (base at the measured root
 link for a human model, retargeter calibration for a robot) and is answered with that state. Refused
@@ -17,21 +18,19 @@ counted by reason in diagnostics and never stop the node.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import deque
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pinocchio as pin
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState, MultiDOFJointState
 from visualization_msgs.msg import MarkerArray
 
 from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
 from dynik_ros.core.metrics import TrackingEvaluator
-from dynik_ros.core.quaternion import rotation_from_quaternion
 from dynik_ros.core.regularizers import RegularizerConfig
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.rolling import RollingSamples
@@ -45,8 +44,6 @@ from dynik_ros.nodes.common import (
     ConfigError,
     DynikLifecycleNode,
     RejectionCounter,
-    diagnostic_status,
-    percentiles_ms,
     wall_time,
 )
 from dynik_ros.nodes.conversions import (
@@ -59,13 +56,11 @@ from dynik_ros.nodes.conversions import (
     LinkStates,
     LinkStatesDecoder,
     MessageRejected,
-    joint_state_msg,
-    odometry_msg,
-    transform_stamped,
 )
 from dynik_ros.nodes.ik_balance import BalanceInput
 from dynik_ros.nodes.ik_base_feedback import BaseFeedback
 from dynik_ros.nodes.ik_markers import MarkerBuilder
+from dynik_ros.nodes.ik_outputs import IKOutputs
 from dynik_ros.nodes.ik_params import IK_PARAMS
 from dynik_ros.nodes.node_process import run_node
 
@@ -79,10 +74,11 @@ LOCAL_REASONS = (
     stamp_guard.JUMP,
     *plausibility.REASONS,
 )
-_TF_NOTICE_GIVEN = False
 
 
-class IKNode(BalanceInput, BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode):
+class IKNode(
+    IKOutputs, BalanceInput, BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode
+):
     """Lifecycle node running :class:`DynamicalIK` on the link-state stream."""
 
     PARAMS = IK_PARAMS
@@ -280,24 +276,6 @@ class IKNode(BalanceInput, BaseFeedback, RetargetCalibrationServices, MarkerBuil
             if frame.type == pin.FrameType.BODY and frame.parentJoint == 1:
                 return str(frame.name)
         return str(model.frames[1].name)
-
-    def _setup_tf(self) -> None:
-        global _TF_NOTICE_GIVEN
-        try:
-            from tf2_msgs.msg import TFMessage
-        except ImportError:
-            if not _TF_NOTICE_GIVEN:
-                _TF_NOTICE_GIVEN = True
-                self.get_logger().warning(
-                    "publish_tf is true but the Python package tf2_msgs is not importable: the world -> base "
-                    "transform is NOT published on /tf (install tf2_msgs, e.g. ros-<distro>-tf2-msgs, or use "
-                    "/dynik/base_odom). This notice is given once."
-                )
-            self.tf_available = False
-            return
-        self._tf_type = TFMessage
-        self._pub_tf = self.create_lifecycle_publisher(TFMessage, "/tf", RELIABLE_QOS)
-        self.tf_available = True
 
     def _activate(self) -> None:
         self._ik_timers = [self.create_timer(self.params["diagnostics_period"], self.publish_diagnostics)]
@@ -528,88 +506,6 @@ class IKNode(BalanceInput, BaseFeedback, RetargetCalibrationServices, MarkerBuil
             i = links.names.index(self.base_frame)
             q0 = self.robot.join(links.positions[i], links.rotations[i], q0[7:])
         self.ik.reset(q0)
-
-    # ----------------------------------------------------------------- outputs
-    def _publish_state(self, stamp: int, q: np.ndarray, v: np.ndarray) -> None:
-        """Joint states and base odometry serialized from templates (``cdr_writer``): no Python message
-        objects on the sample path."""
-        nb = self.robot.base_dofs
-        if self.robot.floating_base:  # q = (p, quaternion x y z w, s): no round trip through a matrix
-            p, quaternion, s = q[:3], q[3:7], q[7:]
-        else:
-            p, quaternion, s = np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]), q
-        names, world = self.robot.joint_names, self.params["world_frame"]
-        publish_serialized(
-            self._pub_js,
-            self._js_writer.serialize(stamp, s, v[nb:]),
-            lambda: joint_state_msg(stamp, names, s, v[nb:]),
-        )
-        publish_serialized(
-            self._pub_odom,
-            self._odom_writer.serialize(stamp, p, quaternion, v[:3], v[3:6]),
-            lambda: odometry_msg(
-                stamp, world, self.base_frame, p, rotation_from_quaternion(quaternion), v[:3], v[3:6]
-            ),
-        )
-        if self.params["use_base_odom"]:
-            now = self.get_clock().now().nanoseconds * 1e-9  # when the IK answered (sim time with /clock)
-            self.base_log.append((stamp * 1e-9, *p.tolist(), *quaternion.tolist(), now))
-        if self._pub_tf is not None:
-            rotation = rotation_from_quaternion(quaternion)
-            self._pub_tf.publish(
-                self._tf_type(transforms=[transform_stamped(stamp, world, self.base_frame, p, rotation)])
-            )
-
-    def publish_diagnostics(self) -> None:
-        """One DiagnosticArray: solve-time stats (last 500 steps), QP status, MNTE/RMSE (last 100
-        evaluations) and cumulative counts of refused inputs by reason."""
-        if not self.active or self._pub_diag is None:
-            return
-        times, errors = self.solve_times.recent(500), self.errors.recent(100)  # the recent past
-        st = percentiles_ms(times)
-
-        def mean(k: int) -> float:
-            return float(np.nanmean(errors[:, k])) if len(errors) else math.nan
-
-        values: dict[str, Any] = {
-            "model": self.model_label,
-            "received": self.received,
-            "steps": self.steps,
-            "solve_time_p50_ms": st["p50"],
-            "solve_time_p99_ms": st["p99"],
-            "solve_time_max_ms": st["max"],
-            "qp_status": self.last_qp_status,
-            "qp_failures": self.qp_failures,
-            "mnte": mean(1),
-            "angular_velocity_rmse": mean(2),
-            "position_rmse": mean(3),
-            "dt_clamped": self.dt_clamped,
-            "held_steps": self.held_steps,
-            "rebased": self.rebased,
-            "returned": self.returned,
-            "rejected_total": self.rejections.total,
-        }
-        values.update({f"rejected_{k}": v for k, v in self.rejections.counts.items()})
-        if self.params["use_base_odom"]:
-            values["base_odom_missing"] = self.base_odom_missing
-            values["base_odom_ahead"] = self.base_odom_ahead
-        level, message = DiagnosticStatus.OK, "tracking"
-        if self.qp_failures or self.rejections.total:
-            level = DiagnosticStatus.WARN
-            message = f"{self.rejections.total} inputs refused, {self.qp_failures} QP failures"
-            if self.rejections.last_detail:
-                message += f"; last: {self.rejections.last_detail}"
-        if not len(times) and self.steps == 0:
-            level, message = DiagnosticStatus.WARN, "waiting for /human/link_states"
-        if self.held:
-            level = DiagnosticStatus.ERROR
-            message = f"IK held: the last QP failed ({self.last_qp_status}); no output until it solves"
-        msg = DiagnosticArray()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [
-            diagnostic_status(f"{self.get_name()}: dynamical IK", self.model_label, level, message, values)
-        ]
-        self._pub_diag.publish(msg)
 
 
 def _reason_of(message: str) -> str:
