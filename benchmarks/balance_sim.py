@@ -8,6 +8,13 @@ the output is played ``--slow`` times slower than recorded. The run reports when
 below 0.45 m or tilted more than 45 deg) and which phase of the gait that was.
 
     .venv/bin/python benchmarks/balance_sim.py [--slow 4] [--start 30] [--kp-scale 4] [--hold]
+
+``--planted`` plays instead the planted walk (``motion/planted_walk.py``: real double supports, 4 steps)
+retargeted onto the G1 with ``--balance``, from standing, ``--slow`` times slower, with the ground contact's
+time constant ``--contact`` (MuJoCo's default 0.02 s), open loop (``sim/walk_playback.py``); one line per
+``--slow`` value:
+
+    .venv/bin/python benchmarks/balance_sim.py --planted --slow 4 8 12 16 --contact 0.005
 """
 
 from __future__ import annotations
@@ -54,16 +61,60 @@ def com_shift(retargeter, flags: np.ndarray, start: int, seconds: float = 3.0) -
     return np.array(q)
 
 
+def planted(factors: list[float], kp_scale: float, contact: float) -> int:
+    """The planted walk retargeted onto the G1 with balance, played open loop at each slow-down."""
+    from dynik_ros.motion.planted_walk import PlantedWalkSpec, planted_walk
+    from dynik_ros.retarget.retargeter import Retargeter
+    from dynik_ros.sim.simulator import SimConfig, Simulator
+    from dynik_ros.sim.walk_playback import play
+
+    retargeter = Retargeter.from_config("g1")
+    retargeter.config = replace(retargeter.config, balance=replace(retargeter.config.balance, enabled=True))
+    human = retargeter.config.human
+    spec = PlantedWalkSpec()
+    motion = planted_walk(spec, 100.0, height=human.height, mass=human.mass)
+    measurements, flags = retargeter.motion_measurements(motion)
+    none = int((flags < 0).all(axis=1).sum())
+    measurements = retargeter.balanced(motion.times, measurements, flags)
+    q = np.asarray(retargeter.run(motion.times, measurements, settle=1.0, contacts=flags).q)
+    print(
+        f"planted walk: {spec.steps} steps, {len(motion.times)} samples at 100 Hz, samples without a foot in "
+        f"contact: {none}; sim: kp_scale {kp_scale:g}, contact time constant {contact:g} s"
+    )
+    print(
+        f"  {'slower':>6} {'result':<28} {'min height':>10} {'max tilt':>8} {'|tilt - plan|':>13} "
+        f"{'walked':>13}"
+    )
+    for factor in factors:
+        config = SimConfig(base_mode="free", kp_scale=kp_scale, contact_time_constant=contact)
+        sim = Simulator.from_robot("g1", config)
+        f = play(sim, retargeter.robot.joint_names, motion.times, q, time_scale=factor)
+        result = "stands" if f.fell_at is None else f"falls at sample {f.fell_sample} ({f.fell_at:.1f} s)"
+        print(
+            f"  {factor:>5g}x {result:<28} {f.min_height:>8.3f} m {f.max_tilt:>6.1f} deg "
+            f"{f.max_tilt_error:>9.1f} deg "
+            f"{f.travelled:>5.2f} / {f.planned_travel:.2f} m"
+        )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--slow", type=float, default=4.0, help="playback this many times slower")
+    parser.add_argument(
+        "--slow", type=float, nargs="+", default=[4.0], help="playback this many times slower"
+    )
     parser.add_argument("--start", type=int, default=30, help="first frame played (100 Hz samples)")
     parser.add_argument("--transition", type=float, default=4.0, help="standing -> start frame [s]")
     parser.add_argument("--kp-scale", type=float, default=1.0, help="servo stiffness scale (SimConfig)")
     parser.add_argument("--hold", action="store_true", help="only shift the CoM over the stance foot, hold")
+    parser.add_argument("--planted", action="store_true", help="the planted walk, open loop (docstring)")
+    parser.add_argument("--contact", type=float, default=0.02, help="ground contact time constant [s]")
     args = parser.parse_args(argv)
+    if args.planted:
+        return planted(args.slow, args.kp_scale, args.contact)
+    args.slow = args.slow[0]
     from dynik_ros.retarget.human import synthetic_human_motion
     from dynik_ros.retarget.retargeter import Retargeter
     from dynik_ros.sim.simulator import SimConfig, Simulator

@@ -4,6 +4,11 @@ foot in contact) whose CoM ground projection is at least 1 cm inside the support
 the upper-body MNTE of both runs, and a PNG of the CoM ground tracks against the support polygons.
 
     .venv/bin/python benchmarks/balance_walk.py [--quick] [--out DIR]
+    .venv/bin/python benchmarks/balance_walk.py --time-scale 1 2 4 8   # the CMU walk played F times slower
+
+``--time-scale F ...`` retargets only the CMU excerpt, played F times slower (``dynik-retarget --time-scale``:
+the same samples on a stretched clock, the contact thresholds following it), once per factor: what slowing
+the capture does to the share of contact samples with the CoM inside the support.
 """
 
 from __future__ import annotations
@@ -22,7 +27,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="G1 only, 3 s of synthetic walk (smoke run)")
     parser.add_argument("--out", type=Path, default=Path("out/balance"), help="directory of the PNG plots")
     parser.add_argument("--duration", type=float, default=8.0, help="synthetic walk length [s]")
+    parser.add_argument(
+        "--time-scale", type=float, nargs="+", default=None, help="CMU excerpt only, at these slow-downs"
+    )
     args = parser.parse_args(argv)
+    if args.time_scale:
+        return slowed(args.time_scale, args.out, ["g1"] if args.quick else ["g1", "talos"])
     from dynik_ros.io.bvh import read_bvh
     from dynik_ros.retarget.balance import compare, format_comparisons, plot_support
     from dynik_ros.retarget.human import synthetic_human_motion
@@ -55,6 +65,32 @@ def main(argv: list[str] | None = None) -> int:
     if plots:
         print("plots: " + ", ".join(map(str, plots)))
     return 0 if all(r.held == 0 for r in rows) else 1
+
+
+def slowed(factors: list[float], out: Path, robots: list[str]) -> int:
+    """The CMU excerpt retargeted plain and balanced at each slow-down factor (module docstring)."""
+    from dynik_ros.io.bvh import read_bvh
+    from dynik_ros.io.human_motion import time_scaled
+    from dynik_ros.retarget.balance import compare, format_comparisons, plot_support
+    from dynik_ros.retarget.retargeter import Retargeter
+
+    out.mkdir(parents=True, exist_ok=True)
+    cmu = read_bvh(ROOT / "test" / "data" / "cmu_131_01_walk_excerpt.bvh")
+    rows = []
+    for name in robots:
+        for factor in factors:
+            if not factor > 0:
+                raise SystemExit(f"balance_walk: --time-scale {factor}: must be positive")
+            retargeter = Retargeter.from_config(name)
+            if factor != 1.0:
+                retargeter.time_scale_contact(factor)
+            row = compare(retargeter, time_scaled(cmu, factor), label=f"CMU 131_01 x{factor:g} slower")
+            rows.append(row)
+            print(f"  {name} x{factor:g}: done", file=sys.stderr)
+            plot_support(out / f"com_track_{name}_cmu_x{factor:g}.png", row.figures, f"{name}: x{factor:g}")
+    print("CMU excerpt played F times slower, CoM vs the support of the feet in contact (output q), 1 cm:")
+    print(format_comparisons(rows))
+    return 0
 
 
 if __name__ == "__main__":

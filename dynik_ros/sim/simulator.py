@@ -55,6 +55,9 @@ class SimConfig:
     armature: float = 0.01  # kg m^2 rotor inertia added to joints whose URDF gives none
     self_collision: bool = False
     friction: float = 1.0
+    # s, ground contact stiffness (MuJoCo solref time constant; its default 0.02): at 20 ms the G1's 5 cm wide
+    # sole rolls 0.5-2 deg under the robot's weight on one foot; a slow walk stands at 5 ms (README, issue 12)
+    contact_time_constant: float = 0.02
     limit_time_constant: float = 0.002  # s, joint-limit constraint stiffness (MuJoCo solref)
     ground_clearance: float = 0.002  # m between the lowest collision point and the ground at start
     harness_stiffness: float = 1.0e4  # N/m
@@ -66,6 +69,12 @@ class SimConfig:
     def validate(self) -> None:
         if not 1e-4 <= self.timestep <= 2e-3:
             raise ValueError(f"timestep {self.timestep} s: physics must run between 500 Hz and 10 kHz")
+        if not (
+            math.isfinite(self.contact_time_constant) and self.contact_time_constant >= 2 * self.timestep
+        ):
+            raise ValueError(
+                f"contact_time_constant {self.contact_time_constant} s: must be at least two physics steps"
+            )
         if self.base_mode not in BASE_MODES:
             raise ValueError(f"base_mode '{self.base_mode}' is not one of {list(BASE_MODES)}")
         for name in (
@@ -231,9 +240,11 @@ class Simulator:
             geom.contype, geom.conaffinity = 1, (1 if c.self_collision else 0)
             geom.condim = 3
             geom.friction = [c.friction, 0.005, 0.0001]
+            geom.solref = [c.contact_time_constant, 1.0]
         floor = spec.worldbody.add_geom(name="ground", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
         floor.contype, floor.conaffinity = 0, 1
         floor.friction = [c.friction, 0.005, 0.0001]
+        floor.solref = [c.contact_time_constant, 1.0]
         for joint in spec.joints:
             info = prepared.joints.get(joint.name)
             if info is None:
