@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/real_captures.py --pair TAKE.mvnx TAKE.bvh     # same take, two formats
     .venv/bin/python benchmarks/real_captures.py --speed 60 [--repeats 3]      # 60 s at 120 Hz, one core
     .venv/bin/python benchmarks/real_captures.py --quick                       # the committed CMU excerpt
+    .venv/bin/python benchmarks/real_captures.py --table DIR [--robots g1 talos:3]  # captures x robots
 
 Files are not downloaded here (this repository only keeps what its licence allows, test/data/README.md);
 pass paths to captures you fetched, e.g. ``resources/131_01.bvh`` of github.com/yuki-koyama/bvh11 (CMU,
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import re
 import sys
 import tempfile
@@ -147,6 +149,117 @@ def report_pair(mvnx: Path, bvh: Path) -> None:
         )
 
 
+# The real captures of the table (``--table DIR`` looks each up by file name in DIR; none is in this
+# repository but the CMU excerpt): file name, label, where it comes from, extra dynik-retarget options.
+CAPTURES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("cmu_131_01_walk_excerpt.bvh", "CMU 131_01 walk excerpt, BVH 120 Hz, 1.5 s", "test/data (committed)",
+     ()),
+    ("cmu_131_01.bvh", "CMU 131_01 start-walk-stop, BVH 120 Hz, 8.3 s",
+     "yuki-koyama/bvh11 resources/131_01.bvh", ()),
+    ("cmu_131_02.bvh", "CMU 131_02, BVH 120 Hz, 10.4 s", "yuki-koyama/bvh11 resources/131_02.bvh", ()),
+    ("cmu_131_03.bvh", "CMU 131_03, BVH 120 Hz, 9.2 s", "yuki-koyama/bvh11 resources/131_03.bvh", ()),
+    ("xsens_test_mocap.mvnx", "Xsens MVNX (MVN 2018, upper-body config.), 60 Hz, 1.9 s",
+     "andres-fr/blender-mvnx-io io_anim_mvnx_utest/data/test_mocap.mvnx", ()),
+    ("xsens_test_mocap.bvh", "the same take, MVN's BVH export",
+     "andres-fr/blender-mvnx-io io_anim_mvnx_utest/data/test_mocap.bvh", ("--tpose-frame", "0")),
+    ("mixamo_freebvh.bvh", "Mixamo-rigged walk, BVH 30 Hz, 2.3 s",
+     "20tab/bvh-python tests/test_freebvh.bvh", ()),
+    ("mixamo_beta_walking.bvh", "Mixamo 'Beta' walking (Beta: names), BVH 30 Hz, 1.0 s",
+     "BrynMawr-CS317-F21/animation-toolkit motions/Beta/walking.bvh", ()),
+    ("mixamo_beta_left_strafe_walking.bvh", "Mixamo 'Beta' strafe walk, BVH 30 Hz, 1.0 s",
+     "BrynMawr-CS317-F21/animation-toolkit motions/Beta/left_strafe_walking.bvh", ()),
+    ("mixamo_beta_standard_run.bvh", "Mixamo 'Beta' run, BVH 30 Hz, 0.7 s",
+     "BrynMawr-CS317-F21/animation-toolkit motions/Beta/standard_run.bvh", ()),
+    ("mocapbank.bvh", "mocapbank kneel down and up, BVH 30 Hz, 15 s",
+     "20tab/bvh-python tests/test_mocapbank.bvh", ()),
+)  # fmt: skip
+
+# The issue's targets for a sole in contact (and the limits: 0 breaches by finite differences).
+TARGET_TILT_DEG, TARGET_SLIDE_MM, TARGET_DEPTH_MM = 3.0, 5.0, 2.0
+
+_FOOT = re.compile(
+    r"contact (?P<share>\d+) %(?: \((?P<phases>\d+) phases\); flat: tilt max (?P<tilt>[\d.na]+) deg, "
+    r"slide mean/max [\d.na]+/(?P<slide>[\d.na]+) mm;.*?)?.*below ground max (?P<depth>[\d.]+) mm"
+)
+
+
+def foot_values(row: str) -> tuple[float, float, float]:
+    """(flat tilt max deg, slide max mm, depth mm) from a summary's ``foot`` line (NaN without contact)."""
+    m = _FOOT.search(row)
+    if m is None:
+        return math.nan, math.nan, math.nan
+    tilt = float(m.group("tilt")) if m.group("tilt") else math.nan
+    slide = float(m.group("slide")) if m.group("slide") else math.nan
+    return tilt, slide, float(m.group("depth"))
+
+
+def table_row(label: str, robot: str, code: int, rows: dict[str, str]) -> tuple[str, bool]:
+    """One markdown row of the capture x robot table, and whether every target is met."""
+    if "error" in rows:
+        return f"| {label} | {robot} | exit {code}: {rows['error']} | | | | | |", False
+    feet = [foot_values(rows.get(f"foot {side}", "")) for side in ("left", "right")]
+    tilt = max(f[0] for f in feet)
+    slide = max(f[1] for f in feet)
+    depth = max(f[2] for f in feet)
+    pos = float(rows.get("limit violation (tolerance 1e-6 rad)", "nan").split()[0])
+    vel = int(rows.get("joint-samples above the velocity limit", "-1"))
+    upper = rows.get("MNTE: trunk, head, arms / pelvis and legs", "nan / nan").split(" / ")
+    at_limit = rows.get("samples with a joint at its velocity limit", "nan").split(" (")[0]
+    met = {
+        "tilt": tilt <= TARGET_TILT_DEG,
+        "slide": slide <= TARGET_SLIDE_MM,
+        "depth": depth <= TARGET_DEPTH_MM,
+        "limits": pos <= 1e-6 and vel == 0,
+    }
+    missed = [k for k, ok in met.items() if not ok]
+
+    def lr(i: int, fmt: str) -> str:
+        return "/".join(fmt.format(f[i]) for f in feet)
+
+    cells = [
+        label,
+        robot,
+        lr(0, "{:.1f}") + " deg",
+        lr(1, "{:.1f}") + " mm",
+        lr(2, "{:.1f}") + " mm",
+        f"{pos:.0e} rad / {vel}; {at_limit}",
+        f"{upper[0]} / {upper[1]}",
+        "all met" if not missed else "missed: " + ", ".join(missed),
+    ]
+    return "| " + " | ".join(cells) + " |", not missed
+
+
+def capture_table(directory: Path, robots: list[str]) -> int:
+    """Every capture of :data:`CAPTURES` found in ``directory`` (and the committed excerpt) through
+    ``dynik-retarget`` for each robot, as one markdown table; returns the number of rows missing a target."""
+    print(
+        "\n| capture | robot | flat tilt max L/R | slide max L/R (per contact) | below ground L/R | "
+        "limit / velocity breaches; samples at a velocity limit | MNTE upper body / legs | targets |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    missed = 0
+    absent = []
+    for name, label, _, extra in CAPTURES:
+        path = EXCERPT if name == EXCERPT.name else directory / name
+        if not path.exists():
+            absent.append(name)
+            continue
+        for entry in robots:  # "talos:3": TALOS with --time-scale 3
+            robot, _, scale = entry.partition(":")
+            options = list(extra) + (["--time-scale", scale] if scale else [])
+            code, rows, _ = retarget(path, robot, options)
+            line, ok = table_row(label, robot + (f" (x{scale} slower)" if scale else ""), code, rows)
+            missed += not ok
+            print(line, flush=True)
+    if absent:
+        print(f"\nnot found in {directory}: {', '.join(absent)}")
+    print(
+        f"\ntargets: flat tilt <= {TARGET_TILT_DEG:g} deg, slide <= {TARGET_SLIDE_MM:g} mm per contact, "
+        f"below ground <= {TARGET_DEPTH_MM:g} mm, 0 limit and velocity breaches; rows missing one: {missed}"
+    )
+    return missed
+
+
 SPEED_TARGET_S = 10.0  # the issue's target: reading + retargeting 60 s at 120 Hz on one core
 
 
@@ -263,12 +376,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1, help="--speed: runs of the whole process per file")
     parser.add_argument("--phases", type=Path, help=argparse.SUPPRESS)  # the child of --speed
     parser.add_argument("--quick", action="store_true", help="the committed CMU excerpt only")
+    parser.add_argument(
+        "--table", type=Path, metavar="DIR", help="every capture of CAPTURES found in DIR x --robots"
+    )
+    parser.add_argument(
+        "--robots",
+        nargs="+",
+        default=["g1", "icub", "talos", "talos:3"],
+        help="robots of --table; NAME:F plays the take F times slower (--time-scale F)",
+    )
     args = parser.parse_args(argv)
     if args.phases is not None:
         speed_phases(args.phases, args.robot)
         return 0
+    if args.table is not None:
+        capture_table(args.table, args.robots)
     files = list(args.files) + (
-        [EXCERPT] if args.quick or not (args.files or args.pair or args.speed) else []
+        [EXCERPT] if args.quick or not (args.files or args.pair or args.speed or args.table) else []
     )
     for path in files:
         report_file(path, args.robot, args.tpose_frame)

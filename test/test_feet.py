@@ -84,3 +84,73 @@ def test_g1_walk_stands_on_level_still_soles_and_the_option_turns_it_off():
     off, figures_off, _ = _walk(Retargeter.from_config("g1"), flatten=False)
     assert min(f.tilt_flat_max_deg for f in figures_off) > 20.0  # the human's heel/toe roll, copied
     assert on.mnte.mean() < 2e-3 and off.mnte.mean() < 2e-3
+
+
+def _sliding_left_foot(duration: float = 4.0, rate: float = 100.0, slide: float = 0.3):
+    """A subject standing in T-pose whose left foot (foot and toe) slides ``slide`` m forward along the
+    floor at constant speed from 0.5 s to 3.5 s (a moonwalk-like drag), the rest still."""
+    from dynik_ros.cli.retarget import synthetic_motion
+
+    motion = synthetic_motion("tpose", duration, rate)
+    t = motion.times - motion.times[0]
+    s = np.clip((t - 0.5) / 3.0, 0.0, 1.0) * slide
+    speed = np.where((t > 0.5) & (t < 3.5), slide / 3.0, 0.0)
+    positions, velocities = motion.positions.copy(), motion.linear_velocities.copy()
+    for link in ("LeftFoot", "LeftToe"):
+        i = motion.links.index(link)
+        positions[:, i, 0] += s
+        velocities[:, i, 0] += speed
+    return dataclasses.replace(motion, positions=positions, linear_velocities=velocities)
+
+
+def _contact_runs(states: np.ndarray) -> list[tuple[int, int]]:
+    inside = np.concatenate(([False], states >= 0, [False]))
+    edges = np.flatnonzero(np.diff(inside.astype(int)))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
+
+
+def _targets(retargeter: Retargeter, motion, **contact):
+    spec = dataclasses.replace(retargeter.config.contact, **contact)
+    retargeter.config = dataclasses.replace(retargeter.config, contact=spec)
+    retargeter.contact.spec = spec
+    retargeter.reset()
+    measurements, flags = retargeter.motion_measurements(motion)
+    row = [t.frame for t in retargeter.targets.position_targets].index(retargeter.config.feet[0].frame)
+    return np.array([m.positions[row] for m in measurements]), flags
+
+
+def test_a_human_foot_sliding_on_the_floor_ends_its_contacts_and_the_robot_foot_follows():
+    """A held foot whose human foot slides away (drift_off, 0.08 m of the human's size by default) lets go
+    and lands again where the human foot is: the robot foot target stays near the human's instead of
+    staying 0.26 m behind it for the whole drag; a still foot keeps its single contact."""
+    rt = Retargeter.from_config("g1")
+    motion = _sliding_left_foot()
+    free, _ = _targets(rt, motion, hold=False)  # where the human foot puts the robot foot (floor-clamped)
+    held, flags = _targets(rt, motion)
+    left, right = flags[:, 0], flags[:, 1]
+    assert _contact_runs(right) == [(0, len(right))]  # the still foot: one contact over the whole take
+    runs = _contact_runs(left)
+    assert len(runs) >= 3  # the drag is cut into contacts
+    foot, toe = (motion.links.index(k) for k in ("LeftFoot", "LeftToe"))
+    blend = rt.config.contact.blend_time
+    for start, end in runs:  # no contact lasts while the human foot slides further than drift_off
+        flat = start + int(round(blend * 100.0)) + 1
+        x = motion.positions[flat:end, foot, 0]
+        travel = np.abs(x - x[0]).max(initial=0.0) if len(x) else 0.0
+        assert travel <= rt.config.contact.drift_off + 0.002
+    gap = np.linalg.norm(held[:, :2] - free[:, :2], axis=1)
+    assert gap[-1] < 0.08  # lands again near the human foot (0.26 m behind it when the contact holds on)
+    _, kept = _targets(rt, motion, drift_off=0.0)  # switched off: the drag is one held contact
+    assert _contact_runs(kept[:, 0]) == [(0, len(kept))]
+
+
+def test_drift_off_leaves_the_stance_phases_of_a_walk_alone():
+    """The synthetic walk's stance feet travel ~65 mm (heel to toe, in and out of the speed thresholds),
+    below drift_off: the same contacts with the rule on and off."""
+    from dynik_ros.cli.retarget import synthetic_motion
+
+    rt = Retargeter.from_config("g1")
+    walk = synthetic_motion("walking", 6.0, 100.0)
+    _, on = _targets(rt, walk)
+    _, off = _targets(rt, walk, drift_off=0.0)
+    np.testing.assert_array_equal(on >= 0, off >= 0)

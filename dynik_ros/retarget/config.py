@@ -126,7 +126,12 @@ class ContactSpec:
 
     ``hold``: in contact the foot stays where it landed (no slide); ``flatten``: in contact the robot sole
     turns level (the heading it landed with; the human's heel/toe roll is taken up by the ankle), blended
-    in and out over ``blend_time`` seconds so the transitions are smooth."""
+    in and out over ``blend_time`` seconds so the transitions are smooth.
+
+    ``drift_off`` (m, human size): a contact also ends when every point of the human foot (foot and toe
+    links) has slid that far horizontally from where it was once the touch-down blend was over: a sliding
+    human foot (moonwalk, a slow drag) that no standing robot foot can follow; a new contact may start
+    ``release_time`` later, where the human foot is then. 0 switches it off."""
 
     enabled: bool = True
     height_on: float = 0.03
@@ -137,6 +142,7 @@ class ContactSpec:
     hold: bool = True
     flatten: bool = True
     blend_time: float = 0.1
+    drift_off: float = 0.08
 
 
 @dataclass(frozen=True)
@@ -284,6 +290,7 @@ class RetargetConfig:
             "hold": c.hold,
             "flatten": c.flatten,
             "blend_time": c.blend_time,
+            "drift_off": c.drift_off,
         }
         limits: dict[str, Any] = {}
         if self.position_limits:
@@ -654,6 +661,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "hold",
             "flatten",
             "blend_time",
+            "drift_off",
         ),
     )
     contact = ContactSpec(
@@ -666,6 +674,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         hold=r.boolean(c.get("hold", True), "contact.hold"),
         flatten=r.boolean(c.get("flatten", True), "contact.flatten"),
         blend_time=r.number(c.get("blend_time", 0.1), "contact.blend_time", minimum=0.0),
+        drift_off=r.number(c.get("drift_off", 0.08), "contact.drift_off", minimum=0.0),
     )
     if contact.height_off < contact.height_on or contact.speed_off < contact.speed_on:
         raise r.error("contact", "hysteresis needs height_off >= height_on and speed_off >= speed_on")

@@ -132,6 +132,8 @@ class FootContact:
         self.landing_yaw = [0.0] * n
         self.level = [0.0] * n  # alpha: 0 = the human's orientation, 1 = level (see the module docstring)
         self.level_at_release = [0.0] * n
+        self.quiet_until = [-math.inf] * n  # after a drift release: no new contact before this time
+        self.footprint = [np.zeros((len(g), 2)) for g in self.sensor_links]  # human foot links at touch-down
 
     def human_sole_heights(self, p: np.ndarray) -> np.ndarray:
         """Height of each human sole above the ground ``(N, n_feet)``: 0 when standing flat."""
@@ -185,7 +187,16 @@ class FootContact:
                 t, h, s = t_list[k], h_list[k][f], s_list[k][f]
                 target = positions[k, row]
                 rate = velocities[k, row]
-                now = next_contact(self.in_contact[f], h, s, spec)
+                now = next_contact(self.in_contact[f], h, s, spec) and t >= self.quiet_until[f]
+                if now and self.in_contact[f] and spec.drift_off > 0.0:
+                    # every point of the human foot left its footprint (where it was once the touch-down
+                    # blend was over): it slides, and no standing robot foot can follow
+                    here = p[k, self.sensor_links[f], :2]
+                    if t - self.contact_at[f] <= spec.blend_time:
+                        self.footprint[f] = here.copy()
+                    elif float(np.linalg.norm(here - self.footprint[f], axis=1).min()) > spec.drift_off:
+                        now = False
+                        self.quiet_until[f] = t + spec.release_time
                 if self.in_contact[f]:
                     if not now:
                         self.level_at_release[f] = self._level_weight(f, t)
@@ -196,6 +207,7 @@ class FootContact:
                 elif now:
                     self.in_contact[f] = True
                     self.contact_at[f] = t
+                    self.footprint[f] = p[k, self.sensor_links[f], :2].copy()
                     heading = foot_rotations[k, f][:, 0]
                     self.landing_yaw[f] = math.atan2(heading[1], heading[0])
                     delta = self.release_delta[f]
