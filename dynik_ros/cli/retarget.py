@@ -23,16 +23,28 @@ map or an input file that cannot be read (truncated, corrupted, wrong format: on
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
+from dynik_ros.cli.retarget_outputs import (  # noqa: F401 - re-exported (benchmarks, tests)
+    BASE_ODOM_TOPIC,
+    JOINT_STATES_TOPIC,
+    write_bag,
+    write_csv,
+    write_npz,
+)
+from dynik_ros.cli.retarget_plots import plot_errors, plot_joints
+from dynik_ros.cli.retarget_summary import (  # noqa: F401 - re-exported (benchmarks, tests)
+    LIMIT_TOLERANCE,
+    LOWER_BODY,
+    Summary,
+    summarize,
+)
 from dynik_ros.io.human_motion import (  # noqa: F401 - re-exported: the CLI's motion readers live in io
     HumanMotion,
     _ordered,
@@ -40,11 +52,6 @@ from dynik_ros.io.human_motion import (  # noqa: F401 - re-exported: the CLI's m
     read_npz_motion,
     save_npz_motion,
 )
-from dynik_ros.retarget.foot_figures import foot_figures
-
-LIMIT_TOLERANCE = 1e-6  # rad
-JOINT_STATES_TOPIC = "/dynik/joint_states"
-BASE_ODOM_TOPIC = "/dynik/base_odom"
 
 
 # ---------------------------------------------------------------------------- progress
@@ -79,9 +86,6 @@ class ProgressBar:
                 self._last_decile = decile
                 self.stream.write(text + "\n")
                 self.stream.flush()
-
-
-LOWER_BODY = ("Pelvis", "UpperLeg", "LowerLeg", "Foot", "Toe")  # the root and legs; the rest is upper body
 
 
 # ---------------------------------------------------------------------------- input
@@ -146,360 +150,6 @@ def read_bag_motion(path: str | Path, topic: str = "/human/link_states") -> Huma
         Path(path).name, times, links, positions, rotations, linear, angular, f"bag {path}", origin
     )
     return _ordered(motion, differentiate=not measured)
-
-
-# ---------------------------------------------------------------------------- output
-def write_bag(
-    path: Path, robot: Any, root_frame: str, result: Any, storage: str = "mcap", stamp_origin_ns: int = 0
-) -> Path:
-    """JointState (``/dynik/joint_states``) and, for a floating base, Odometry (``/dynik/base_odom``) per
-    sample, stamped with the input stamps (``stamp_origin_ns`` + sample time); the odometry twist is in
-    the base frame, as the message says."""
-    from dynik_ros.io.bags import BagWriter
-
-    names = list(robot.joint_names)
-    empty = np.zeros(0)
-    with BagWriter(path, storage=storage) as bag:
-        types = bag.typestore.types
-        time_t, header_t = types["builtin_interfaces/msg/Time"], types["std_msgs/msg/Header"]
-        joint_state_t = types["sensor_msgs/msg/JointState"]
-        vector_t, point_t, quat_t = (
-            types["geometry_msgs/msg/Vector3"],
-            types["geometry_msgs/msg/Point"],
-            types["geometry_msgs/msg/Quaternion"],
-        )
-        pose_t, twist_t = types["geometry_msgs/msg/Pose"], types["geometry_msgs/msg/Twist"]
-        pose_cov_t, twist_cov_t = (
-            types["geometry_msgs/msg/PoseWithCovariance"],
-            types["geometry_msgs/msg/TwistWithCovariance"],
-        )
-        odometry_t = types["nav_msgs/msg/Odometry"]
-        nb = 7 if robot.floating_base else 0
-        nvb = 6 if robot.floating_base else 0
-        stamps = stamp_origin_ns + np.round(np.asarray(result.times) * 1e9).astype(np.int64)
-        for k, stamp in enumerate(stamps.tolist()):
-            sec, nanosec = divmod(stamp, 1_000_000_000)
-            q, v = result.q[k], result.v[k]
-            bag.write(
-                JOINT_STATES_TOPIC,
-                joint_state_t(
-                    header=header_t(stamp=time_t(sec=sec, nanosec=nanosec), frame_id=""),
-                    name=names,
-                    position=np.ascontiguousarray(q[nb:], dtype=np.float64),
-                    velocity=np.ascontiguousarray(v[nvb:], dtype=np.float64),
-                    effort=empty,
-                ),
-            )
-            if not robot.floating_base:
-                continue
-            x, y, z, qx, qy, qz, qw = (float(c) for c in q[:7])
-            lin, ang = v[:3], v[3:6]  # pinocchio's free-flyer velocity is in the base frame already
-            bag.write(
-                BASE_ODOM_TOPIC,
-                odometry_t(
-                    header=header_t(stamp=time_t(sec=sec, nanosec=nanosec), frame_id="world"),
-                    child_frame_id=root_frame,
-                    pose=pose_cov_t(
-                        pose=pose_t(
-                            position=point_t(x=x, y=y, z=z), orientation=quat_t(x=qx, y=qy, z=qz, w=qw)
-                        ),
-                        covariance=np.zeros(36),
-                    ),
-                    twist=twist_cov_t(
-                        twist=twist_t(
-                            linear=vector_t(x=float(lin[0]), y=float(lin[1]), z=float(lin[2])),
-                            angular=vector_t(x=float(ang[0]), y=float(ang[1]), z=float(ang[2])),
-                        ),
-                        covariance=np.zeros(36),
-                    ),
-                ),
-            )
-    return path
-
-
-def write_csv(path: Path, robot: Any, result: Any, stamp_origin_ns: int = 0) -> Path:
-    """One row per sample: time (input stamp, s, exact to the ns), base pose (if floating), joint
-    positions, then joint velocities."""
-    nvb = 6 if robot.floating_base else 0
-    header = ["time"]
-    if robot.floating_base:
-        header += ["base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw"]
-    header += list(robot.joint_names) + [f"{j}_velocity" for j in robot.joint_names]
-    stamps = stamp_origin_ns + np.round(np.asarray(result.times) * 1e9).astype(np.int64)
-    values = np.concatenate((result.q, result.v[:, nvb:]), axis=1).tolist()
-    row_format = "%d.%09d" + ",%.9g" * (len(header) - 1) + "\r\n"  # csv's dialect: '\r\n' rows
-    with open(path, "w", newline="", encoding="utf-8") as stream:
-        csv.writer(stream).writerow(header)
-        stream.writelines(
-            row_format % (*divmod(stamp, 1_000_000_000), *row)
-            for stamp, row in zip(stamps.tolist(), values, strict=True)
-        )
-    return path
-
-
-def write_npz(path: Path, retargeter: Any, result: Any, stamp_origin_ns: int = 0) -> Path:
-    """Trajectory and diagnostics; ``times`` count from ``stamp_origin_ns`` (int64 ns of the input)."""
-    robot = retargeter.robot
-    np.savez_compressed(
-        path,
-        times=result.times,
-        stamp_origin_ns=np.int64(stamp_origin_ns),
-        joint_names=np.array(robot.joint_names),
-        q=result.q,
-        v=result.v,
-        nu=result.nu,
-        lower=robot.lower,
-        upper=robot.upper,
-        velocity_limit=robot.velocity_limit,
-        mnte=result.mnte,
-        angular_velocity_rmse=result.angular_velocity_rmse,
-        position_rmse=result.position_rmse,
-        orientation_error=result.orientation_error,
-        orientation_frames=np.array([t.frame for t in retargeter.targets.orientation_targets]),
-        solve_time=result.solve_time,
-        solved=result.solved,
-        contacts=result.contacts,
-        contact_points=result.contact_points,
-        feet=np.array([f.frame for f in retargeter.config.feet]),
-    )
-    return path
-
-
-# ---------------------------------------------------------------------------- summary
-@dataclass
-class Summary:
-    text: str
-    ok: bool
-    stats: dict[str, float]
-
-
-def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, elapsed: float) -> Summary:
-    """The summary table: accuracy (eq. 15, 16), limit margins, peak joint speeds, timing.
-
-    Joint speeds are those of the written trajectory, ``|s_k - s_{k-1}| / (t_k - t_{k-1})``, not the
-    solver's velocity ``nu``: that is what a robot replaying the file would be asked to do."""
-    robot = retargeter.robot
-    nb = 7 if robot.floating_base else 0
-    s = result.q[:, nb:]
-    times = np.asarray(result.times, dtype=float)
-    s_dot = np.diff(s, axis=0) / np.diff(times)[:, None] if len(s) > 1 else np.zeros((0, robot.n_joints))
-    finite = bool(np.all(np.isfinite(result.q)) and np.all(np.isfinite(result.v)))
-    below, above = s - robot.lower, robot.upper - s
-    margin = np.minimum(below.min(axis=0), above.min(axis=0))
-    violation = max(0.0, -float(margin.min())) if margin.size else 0.0
-    margin = np.where(margin > -1e-12, np.maximum(margin, 0.0), margin)  # no "-0.00" from rounding
-    ratio = np.abs(s_dot).max(axis=0) / robot.velocity_limit if s_dot.size else np.zeros(robot.n_joints)
-    speed_breaches = int(np.sum(np.abs(s_dot) > robot.velocity_limit * (1.0 + 1e-6)))
-    saturated = np.abs(s_dot) >= 0.99 * robot.velocity_limit  # a joint held back by its velocity limit
-    at_speed_limit = float(np.mean(saturated.any(axis=1))) if s_dot.size else 0.0
-    at_limit = float(np.mean(np.minimum(below, above) < math.radians(1.0))) if s.size else 0.0
-    ms = result.solve_time * 1e3
-    ori_deg = np.degrees(result.orientation_error)
-    frames = [t.frame for t in retargeter.targets.orientation_targets]
-    worst_link = frames[int(ori_deg.max(axis=0).argmax())] if ori_deg.size else "-"
-    feet = foot_figures(
-        robot, result.q, times, result.contacts, retargeter.config.feet, retargeter.config.contact.blend_time
-    )
-    legs = np.array(
-        [any(k in retargeter.config.target(f).link for k in LOWER_BODY) for f in frames], dtype=bool
-    )
-    per_target = 1.0 - np.cos(result.orientation_error)  # eq. (15) per target: tr(I - R^T R*) / 2
-    stats = {
-        "mnte_mean": float(result.mnte.mean()),
-        "mnte_upper_body_mean": float(per_target[:, ~legs].mean()) if (~legs).any() else float("nan"),
-        "mnte_legs_mean": float(per_target[:, legs].mean()) if legs.any() else float("nan"),
-        "mnte_p95": float(np.percentile(result.mnte, 95)),
-        "angular_velocity_rmse": float(result.angular_velocity_rmse.mean()),
-        "position_rmse": float(result.position_rmse.mean()),
-        "max_orientation_error_deg": float(ori_deg.max()) if ori_deg.size else 0.0,
-        "min_limit_margin_deg": math.degrees(float(margin.min())) if margin.size else float("inf"),
-        "limit_violation_rad": violation,
-        "peak_velocity_ratio": float(ratio.max()) if ratio.size else 0.0,
-        "speed_breaches": float(speed_breaches),
-        "samples_at_velocity_limit": at_speed_limit,
-        "step_p50_ms": float(np.percentile(ms, 50)),
-        "step_p99_ms": float(np.percentile(ms, 99)),
-        "qp_failures": float((~result.solved).sum()),
-        "elapsed_s": elapsed,
-    }
-    for figures in feet:
-        stats[f"foot_{figures.side}_tilt_flat_max_deg"] = figures.tilt_flat_max_deg
-        stats[f"foot_{figures.side}_penetration_max_mm"] = figures.penetration_max_mm
-        stats[f"foot_{figures.side}_slide_max_mm"] = figures.slide_max_mm
-    ok = finite and violation <= LIMIT_TOLERANCE and speed_breaches == 0
-    verdict = (
-        "OK"
-        if ok
-        else "FAILED: "
-        + (
-            "NaN in output"
-            if not finite
-            else ("joint limit left" if violation > LIMIT_TOLERANCE else "velocity limit exceeded")
-        )
-    )
-    duration = float(motion.times[-1] - motion.times[0]) if len(motion) > 1 else 0.0
-    lines = [
-        f"dynik-retarget: {retargeter.config.name} <- {motion.source} "
-        f"({len(motion)} samples, {duration:.2f} s)",
-        f"settled {settle:g} s on the first frame; world yaw alignment "
-        + (
-            f"{math.degrees(retargeter.alignment.yaw):+.1f} deg"
-            if retargeter.alignment is not None and retargeter.config.alignment != "none"
-            else "off"
-        ),
-        "",
-        f"{'metric':<44} value",
-        f"{'-' * 44} {'-' * 40}",
-        f"{'MNTE, eq. (15): mean / p95 / max':<44} {stats['mnte_mean']:.2e} / {stats['mnte_p95']:.2e} / "
-        f"{result.mnte.max():.2e}",
-        f"{'MNTE: trunk, head, arms / pelvis and legs':<44} {stats['mnte_upper_body_mean']:.2e} / "
-        f"{stats['mnte_legs_mean']:.2e}",
-        f"{'angular-velocity RMSE, eq. (16): mean':<44} {stats['angular_velocity_rmse']:.3f} rad/s",
-        f"{'position RMSE: mean':<44} {1e3 * stats['position_rmse']:.1f} mm",
-        f"{'largest orientation error (link)':<44} {stats['max_orientation_error_deg']:.1f} deg "
-        f"({worst_link})",
-        f"{'smallest joint-limit margin (joint)':<44} {stats['min_limit_margin_deg']:.2f} deg "
-        f"({robot.joint_names[int(margin.argmin())] if margin.size else '-'})",
-        f"{'limit violation (tolerance 1e-6 rad)':<44} {violation:.1e} rad",
-        f"{'samples within 1 deg of a limit':<44} {100 * at_limit:.1f} % of joint samples",
-        f"{'peak |ds/dt| / velocity limit (joint)':<44} {stats['peak_velocity_ratio']:.2f} "
-        f"({robot.joint_names[int(ratio.argmax())] if ratio.size else '-'}; output finite differences)",
-        f"{'joint-samples above the velocity limit':<44} {speed_breaches}",
-        f"{'samples with a joint at its velocity limit':<44} {100 * at_speed_limit:.1f} % (>= 0.99 of it; "
-        "a slower take: --time-scale)",
-    ]
-    for figures in feet:  # measured on the written trajectory (retarget/foot_figures.py)
-        lines.append(f"{'foot ' + figures.side:<44} {figures.line()}")
-    lines += [
-        f"{'IK step p50 / p99 / max':<44} {stats['step_p50_ms']:.3f} / {stats['step_p99_ms']:.3f} / "
-        f"{ms.max():.3f} ms",
-        f"{'QP failures (step held)':<44} {int(stats['qp_failures'])}",
-        f"{'wall time (targets + IK + metrics)':<44} {elapsed:.2f} s",
-        f"{'result':<44} {verdict}",
-        "",
-        f"{'joint':<28} {'min':>8} {'max':>8} {'lower':>8} {'upper':>8} {'margin':>7} "
-        f"{'|ds/dt|':>7} {'v lim':>7} {'ratio':>5}",
-        f"{'':<28} {'deg':>8} {'deg':>8} {'deg':>8} {'deg':>8} {'deg':>7} {'rad/s':>7} {'rad/s':>7}",
-    ]
-    peak = np.abs(s_dot).max(axis=0) if s_dot.size else np.zeros(robot.n_joints)
-    for i, name in enumerate(robot.joint_names):
-        lines.append(
-            f"{name:<28} {math.degrees(s[:, i].min()):8.1f} {math.degrees(s[:, i].max()):8.1f} "
-            f"{math.degrees(robot.lower[i]):8.1f} {math.degrees(robot.upper[i]):8.1f} "
-            f"{math.degrees(margin[i]):7.2f} {peak[i]:7.2f} {robot.velocity_limit[i]:7.2f} {ratio[i]:5.2f}"
-        )
-    return Summary("\n".join(lines), ok, stats)
-
-
-# ---------------------------------------------------------------------------- plots
-def _plot_stride(n: int, points: int = 3000) -> int:
-    """Sample stride that keeps about ``points`` points per line (plots of long takes stay fast)."""
-    return max(1, n // points)
-
-
-def plot_joints(path: Path, robot: Any, result: Any, limit_gain: float) -> list[Path]:
-    """``joints.png`` (Figure 9 style: trajectories and dashed limits), ``phase.png`` (Figure 3 style: joint
-    velocity against position, bounded by eq. 12 for the joints that came closest to their limits)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    nb, nvb = (7, 6) if robot.floating_base else (0, 0)
-    every = _plot_stride(len(result.times))
-    s, s_dot = result.q[::every, nb:], result.v[::every, nvb:]
-    t = result.times[::every] - result.times[0]
-    n = robot.n_joints
-    cols = 4
-    rows = max(1, math.ceil(n / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 1.9 * rows), sharex=True, squeeze=False)
-    for i in range(rows * cols):
-        ax = axes[i // cols][i % cols]
-        if i >= n:
-            ax.axis("off")
-            continue
-        ax.plot(t, np.degrees(s[:, i]), color="tab:orange", lw=1.0)
-        for bound in (robot.lower[i], robot.upper[i]):
-            ax.axhline(math.degrees(bound), color="k", ls="--", lw=0.8)
-        ax.set_title(robot.joint_names[i], fontsize=8)
-        ax.tick_params(labelsize=7)
-    for ax in axes[-1]:
-        ax.set_xlabel("time [s]", fontsize=8)
-    fig.suptitle(f"{robot.name}: joint angles [deg] with their limits (dashed)", fontsize=10)
-    fig.subplots_adjust(left=0.05, right=0.98, bottom=0.06, top=0.93, hspace=0.45, wspace=0.25)
-    joints_png = path / "joints.png"
-    fig.savefig(joints_png, dpi=90)
-    plt.close(fig)
-
-    margin = np.minimum((s - robot.lower).min(axis=0), (robot.upper - s).min(axis=0))
-    chosen = list(np.argsort(margin)[: min(6, n)])
-    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5), squeeze=False)
-    for slot in range(6):
-        ax = axes[slot // 3][slot % 3]
-        if slot >= len(chosen):
-            ax.axis("off")
-            continue
-        i = chosen[slot]
-        lo, hi, vmax = robot.lower[i], robot.upper[i], robot.velocity_limit[i]
-        grid = np.linspace(lo, hi, 200)
-        upper = vmax * np.tanh(limit_gain * (hi - grid))
-        lower = -vmax * np.tanh(limit_gain * (grid - lo))
-        ax.fill_between(np.degrees(grid), np.degrees(lower), np.degrees(upper), color="gold", alpha=0.35)
-        ax.plot(np.degrees(grid), np.degrees(upper), color="tab:blue", lw=1, label="upper bound (12)")
-        ax.plot(np.degrees(grid), np.degrees(lower), color="tab:red", lw=1, label="lower bound (12)")
-        ax.plot(np.degrees(s[:, i]), np.degrees(s_dot[:, i]), color="tab:orange", lw=0.8, label="IK")
-        for bound in (lo, hi):
-            ax.axvline(math.degrees(bound), color="k", ls="--", lw=0.8)
-        ax.set_title(robot.joint_names[i], fontsize=9)
-        ax.set_xlabel("angle [deg]", fontsize=8)
-        ax.set_ylabel("velocity [deg/s]", fontsize=8)
-        ax.tick_params(labelsize=7)
-    axes[0][0].legend(fontsize=7, loc="best")
-    fig.suptitle("joint velocity against angle inside the limit-avoidance bounds of eq. (12)", fontsize=10)
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.08, top=0.9, hspace=0.4, wspace=0.3)
-    phase_png = path / "phase.png"
-    fig.savefig(phase_png, dpi=90)
-    plt.close(fig)
-    return [joints_png, phase_png]
-
-
-def plot_errors(path: Path, retargeter: Any, result: Any) -> Path:
-    """``errors.png``: MNTE, per-link orientation error, angular-velocity and position RMSE over time."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    every = _plot_stride(len(result.times))
-    t = result.times[::every] - result.times[0]
-    fig, axes = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
-    axes[0].semilogy(t, np.maximum(result.mnte[::every], 1e-12), color="k", lw=1)
-    axes[0].set_ylabel("MNTE, eq. (15)")
-    frames = [tg.frame for tg in retargeter.targets.orientation_targets]
-    err = np.degrees(result.orientation_error[::every])
-    worst = np.argsort(err.max(axis=0))[::-1][:6] if err.size else []
-    for j in worst:
-        axes[1].plot(t, err[:, j], lw=0.9, label=frames[j])
-    axes[1].set_ylabel("orientation error [deg]")
-    if len(worst):
-        axes[1].legend(fontsize=7, ncol=3, loc="upper right")
-    axes[2].plot(
-        t, result.angular_velocity_rmse[::every], lw=0.9, label="angular-velocity RMSE, eq. (16) [rad/s]"
-    )
-    axes[2].plot(t, result.position_rmse[::every], lw=0.9, label="position RMSE [m]")
-    for f in range(result.contacts.shape[1]):
-        in_contact = result.contacts[::every, f] >= 0
-        axes[2].fill_between(
-            t, 0, 1, where=in_contact, transform=axes[2].get_xaxis_transform(), alpha=0.08, color=f"C{f + 3}"
-        )
-    axes[2].set_xlabel("time [s] (shaded: foot contact)")
-    axes[2].legend(fontsize=8)
-    fig.suptitle(f"{retargeter.config.name}: tracking error over time", fontsize=10)
-    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.07, top=0.94, hspace=0.15)
-    out = path / "errors.png"
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
-    return out
 
 
 # ---------------------------------------------------------------------------- main
