@@ -198,9 +198,8 @@ def table_row(label: str, robot: str, code: int, rows: dict[str, str]) -> tuple[
     if "error" in rows:
         return f"| {label} | {robot} | exit {code}: {rows['error']} | | | | | |", False
     feet = [foot_values(rows.get(f"foot {side}", "")) for side in ("left", "right")]
-    tilt = max(f[0] for f in feet)
-    slide = max(f[1] for f in feet)
-    depth = max(f[2] for f in feet)
+    # a foot without a flat contact phase (NaN) has no tilt or slide to judge
+    tilt, slide, depth = (max((f[i] for f in feet if not math.isnan(f[i])), default=0.0) for i in range(3))
     pos = float(rows.get("limit violation (tolerance 1e-6 rad)", "nan").split()[0])
     vel = int(rows.get("joint-samples above the velocity limit", "-1"))
     upper = rows.get("MNTE: trunk, head, arms / pelvis and legs", "nan / nan").split(" / ")
@@ -214,7 +213,7 @@ def table_row(label: str, robot: str, code: int, rows: dict[str, str]) -> tuple[
     missed = [k for k, ok in met.items() if not ok]
 
     def lr(i: int, fmt: str) -> str:
-        return "/".join(fmt.format(f[i]) for f in feet)
+        return "/".join("-" if math.isnan(f[i]) else fmt.format(f[i]) for f in feet)
 
     cells = [
         label,
@@ -255,7 +254,8 @@ def capture_table(directory: Path, robots: list[str]) -> int:
         print(f"\nnot found in {directory}: {', '.join(absent)}")
     print(
         f"\ntargets: flat tilt <= {TARGET_TILT_DEG:g} deg, slide <= {TARGET_SLIDE_MM:g} mm per contact, "
-        f"below ground <= {TARGET_DEPTH_MM:g} mm, 0 limit and velocity breaches; rows missing one: {missed}"
+        f"below ground <= {TARGET_DEPTH_MM:g} mm, 0 limit and velocity breaches ('-': no flat contact "
+        f"phase); rows missing one: {missed}"
     )
     return missed
 
