@@ -179,7 +179,7 @@ TARGET_TILT_DEG, TARGET_SLIDE_MM, TARGET_DEPTH_MM = 3.0, 5.0, 2.0
 
 _FOOT = re.compile(
     r"contact (?P<share>\d+) %(?: \((?P<phases>\d+) phases\); flat: tilt max (?P<tilt>[\d.na]+) deg, "
-    r"slide mean/max [\d.na]+/(?P<slide>[\d.na]+) mm;.*?)?.*below ground max (?P<depth>[\d.]+) mm"
+    r"slide mean/max [\d.na]+/(?P<slide>[\d.na]+) mm[^;]*;.*?)?.*below ground max (?P<depth>[\d.]+) mm"
 )
 
 

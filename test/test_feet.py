@@ -40,6 +40,8 @@ def test_figures_measure_a_known_tilt_slide_and_depth(g1):
     left = figures[0]
     assert left.phases == 1 and left.contact_share == pytest.approx(0.5)
     assert left.slide_max_mm == pytest.approx(4.0, abs=0.05)
+    assert left.worst_phase == pytest.approx((0.2, 0.69))  # where the slide is, from the first sample
+    assert "(t 0.20-0.69 s)" in left.line()
     assert left.tilt_flat_max_deg < 0.5  # the standing pose is level; the tilt comes after contact
     assert max(f.penetration_max_mm for f in figures) == pytest.approx(3.0, abs=0.01)
     contacts[75:] = 0

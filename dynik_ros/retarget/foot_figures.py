@@ -8,7 +8,7 @@ Per foot, from the robot configurations actually written (not the targets):
   largest value during those blends, so nothing is hidden;
 * penetration: how far the lowest sole point goes below the ground, over every sample (in contact or not);
 * slide: horizontal drift of the sole's centre from where it was when the phase turned flat, largest per
-  phase, then mean and max over the phases.
+  phase, then mean and max over the phases, and the times of the phase with the largest (where to look).
 
 The foot frame's z is taken as the sole normal (true for the registry robots' ankle-roll frames). ROS-free.
 """
@@ -33,15 +33,18 @@ class FootFigures:
     penetration_max_mm: float  # deepest sole point below the ground, any sample (0 if never below)
     slide_mean_mm: float  # mean over phases of the largest drift of the sole centre
     slide_max_mm: float
+    worst_phase: tuple[float, float] | None = None  # (start, end) s from the first sample: the largest slide
 
     def line(self) -> str:
         below = f"below ground max {self.penetration_max_mm:.1f} mm"
         if not self.phases:
             return f"contact {100 * self.contact_share:.0f} %, no flat phase; {below}"
+        where = f" (t {self.worst_phase[0]:.2f}-{self.worst_phase[1]:.2f} s)" if self.worst_phase else ""
         return (
             f"contact {100 * self.contact_share:.0f} % ({self.phases} phases); flat: tilt max "
             f"{self.tilt_flat_max_deg:.1f} deg, slide mean/max {self.slide_mean_mm:.1f}/"
-            f"{self.slide_max_mm:.1f} mm; touch-down tilt max {self.tilt_blend_max_deg:.1f} deg; {below}"
+            f"{self.slide_max_mm:.1f} mm{where}; touch-down tilt max {self.tilt_blend_max_deg:.1f} deg; "
+            f"{below}"
         )
 
 
@@ -82,7 +85,7 @@ def foot_figures(
         depth = ground - points[..., 2].min(axis=1)
         centre = positions[:, f] + rotations[:, f] @ sole.mean(axis=0)
         tilt = np.degrees(np.arccos(np.clip(rotations[:, f, 2, 2], -1.0, 1.0)))
-        flat_tilts, blend_tilts, slides = [], [], []
+        flat_tilts, blend_tilts, slides, spans = [], [], [], []
         for start, end in _phases(contacts[:, f]) if contacts.size else []:
             flat = start + int(np.searchsorted(times[start:end], times[start] + blend_time - 1e-9))
             if flat > start:
@@ -92,6 +95,7 @@ def foot_figures(
             flat_tilts.append(tilt[flat:end].max())
             drift = np.linalg.norm(centre[flat:end, :2] - centre[flat, :2], axis=1)
             slides.append(drift.max())
+            spans.append((float(times[start] - times[0]), float(times[end - 1] - times[0])))
         out.append(
             FootFigures(
                 side=str(foot.side),
@@ -102,6 +106,7 @@ def foot_figures(
                 penetration_max_mm=1e3 * max(0.0, float(depth.max())) if n else 0.0,
                 slide_mean_mm=1e3 * float(np.mean(slides)) if slides else math.nan,
                 slide_max_mm=1e3 * float(np.max(slides)) if slides else math.nan,
+                worst_phase=spans[int(np.argmax(slides))] if slides else None,
             )
         )
     return out
