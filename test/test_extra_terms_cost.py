@@ -142,3 +142,60 @@ def test_sequential_qp_step_equals_a_step_that_builds_every_cost(g1, monkeypatch
 
     monkeypatch.setattr(Regularizers, "any_active", build_instead)
     np.testing.assert_allclose(fast, run(), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("state_weight", [0.0, 0.01])
+@pytest.mark.parametrize("velocity_scale", [0.1, 3.0])  # no body above the threshold / several
+def test_cost_added_to_another_equals_the_sum_of_both(g1, state_weight, velocity_scale):
+    """``cost_plus(base, ...)`` (the CoM cost plus the regularizers in one step) is exactly ``base + cost``:
+    without an active body the state diagonal goes onto a copy of ``base``'s H, which stays untouched."""
+    robot, _, data = g1
+    regs = Regularizers(robot, RegularizerConfig(state_weight, velocity_weight=1.0, velocity_threshold=4.0))
+    rng = np.random.default_rng(5)
+    m0 = rng.normal(scale=velocity_scale, size=robot.nv)
+    carried = rng.normal(size=robot.nv)
+    jac = rng.normal(size=(2, robot.nv))
+    base = (jac.T @ jac, rng.normal(size=robot.nv))
+    kept = (base[0].copy(), base[1].copy())
+    hessian, gradient = regs.cost_plus(base, data, 0.375, carried, m0)
+    h, g = regs.cost(data, 0.375, carried, m0)
+    np.testing.assert_array_equal(hessian, base[0] + h)
+    np.testing.assert_array_equal(gradient, base[1] + g)
+    np.testing.assert_array_equal(base[0], kept[0])
+    np.testing.assert_array_equal(base[1], kept[1])
+    assert regs.cost_plus(None, data, 0.375, carried, m0)[0].shape == (robot.nv, robot.nv)
+
+
+def test_cost_about_the_point_just_checked_reuses_its_speeds(g1):
+    """After ``any_active(m)``, a cost about that same ``m`` uses the speeds just computed (once); the cost
+    equals the dense formula either way, and a cost about another point computes its own."""
+    robot, _, data = g1
+    regs = Regularizers(robot, RegularizerConfig(0.01, velocity_weight=1.0, velocity_threshold=4.0))
+    rng = np.random.default_rng(8)
+    m, other = rng.normal(scale=3.0, size=robot.nv), rng.normal(scale=0.1, size=robot.nv)
+    carried = rng.normal(size=robot.nv)
+    assert regs.any_active(data, m)
+    for point in (m, other, m):  # reused, then not (another point), then not (used up)
+        hessian, gradient = regs.cost(data, 1.0, carried, point)
+        expected_h, expected_g = _dense_cost(regs, data, 1.0, carried, point)
+        np.testing.assert_allclose(hessian, expected_h, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(gradient, expected_g, rtol=0, atol=1e-9)
+    assert regs.any_active(data, m)
+    regs.cost(data, 1.0, carried, other)  # another point: the check's speeds are dropped, not reused later
+    assert regs._checked is None
+
+
+def test_planar_com_cost_equals_the_full_three_row_product(g1):
+    """Without a vertical CoM row (weight 0, the default) the cost is built from the two horizontal rows:
+    bit-identical to ``J^T W^2 J`` and ``-J^T W^2 v*`` over all three rows."""
+    robot, q, data = g1
+    config = BalanceConfig(enabled=True, com_weight=(1.0, 2.0, 0.0))
+    objective = ComObjective(robot, config)
+    base = q[:3] + np.array([0.01, -0.02, 0.0])
+    target = np.array([0.1, 0.2, 0.7])
+    hessian, gradient = objective.cost(robot.model, data, base, target, np.array([0.1, 0.0, 0.3]), 5.0, 50.0)
+    jac = objective._jacobian
+    weighted = jac * (np.array(config.com_weight) ** 2)[:, None]
+    v = np.array([0.1, 0.0, 0.3]) + 5.0 * (target - objective.com)
+    np.testing.assert_array_equal(hessian, jac.T @ weighted)
+    np.testing.assert_array_equal(gradient, -(weighted.T @ v))

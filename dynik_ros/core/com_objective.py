@@ -145,6 +145,7 @@ class ComObjective:
         self.config = config
         self.weights = np.asarray(config.com_weight, dtype=float)
         self._squared_weights = (self.weights**2)[:, None]
+        self._planar = bool(self.weights[2] == 0.0)
         self._frames = [robot.frame_id(s.frame) for s in config.support]
         self._points = [np.asarray(s.points, dtype=float) for s in config.support]
         self.n_rows = sum(len(p) for p in self._points) if config.hard_support else 0
@@ -216,10 +217,12 @@ class ComObjective:
         jac = self._jacobian
         target = np.zeros(3) if com_velocity is None else np.asarray(com_velocity, dtype=float)
         target = target + gain * (np.asarray(com_target, dtype=float) - self.com)
-        speed = float(np.linalg.norm(target))
+        speed = math.sqrt(float(target @ target))  # np.linalg.norm's own formula, without its checks
         if speed > max_speed:
             target *= max_speed / speed
-        weighted = jac * self._squared_weights
+        if self._planar:  # no vertical row (the default): its products are zeros, left out
+            jac, target = jac[:2], target[:2]
+        weighted = jac * self._squared_weights[: len(jac)]
         return jac.T @ weighted, -(weighted.T @ target)
 
     def step_cost(

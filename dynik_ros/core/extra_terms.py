@@ -71,7 +71,8 @@ class ExtraTerms:
                 config.max_gain_dt,
                 config.max_linear_speed,
             )
-            dynamic = self.balance.support_rows(dt, w0, ik._carried_velocity - ik._predicted_mean)
+            if self.balance.imposes_support:  # (support_rows is None without rows: no offset to build)
+                dynamic = self.balance.support_rows(dt, w0, ik._carried_velocity - ik._predicted_mean)
         if self.loops is not None:
             a_loop, b_loop = self.loops.rows(
                 kinematics.model, kinematics.data, ik.base_rotation, dt, ik._predicted_mean
@@ -91,9 +92,7 @@ class ExtraTerms:
         return extra, dynamic
 
     def _with_regularizers(self, kinematics, w0: float, carried: np.ndarray, m0: np.ndarray):
-        h, g = self.regularizers.cost(kinematics.data, w0, carried, m0)
-        base = self._balance_cost
-        return (h, g) if base is None else (base[0] + h, base[1] + g)
+        return self.regularizers.cost_plus(self._balance_cost, kinematics.data, w0, carried, m0)
 
     def iterate(self, ik, kinematics, solution, solve, dt: float):
         """Re-solve with the velocity regularizer's model at the step's own solution while a body is above

@@ -88,6 +88,8 @@ class Regularizers:
         if nb:
             self._angular[:, 3:6] = np.eye(3)
         self.last_active = 0  # bodies above the threshold in the last step
+        self._checked: tuple | None = None  # (m0, omegas, speeds) of the last any_active
+        self._diagonal = np.diag_indices(nv)  # built once: np.diag_indices per call cost as much as the fill
 
     def body_speeds(self, data: pin.Data, m0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(omega_i, |omega_i|)`` of every body at the mean velocity ``m0``, ``data`` holding the step's
@@ -105,7 +107,8 @@ class Regularizers:
         if self.config.velocity_weight <= 0:
             self.last_active = 0
             return False
-        self.body_speeds(data, m0)
+        omegas, speeds = self.body_speeds(data, m0)
+        self._checked = (m0, omegas, speeds)  # reused once if the next cost is built about this very m0
         return bool(self.last_active)
 
     def cost(self, data: pin.Data, w0: float, carried: np.ndarray, m0: np.ndarray):
@@ -113,27 +116,53 @@ class Regularizers:
         of the step's mean velocity known before the QP (``m = w0 nu_k + carried``), ``m0`` the expansion
         point of the velocity regularizer's model (a mean velocity). With no body above the threshold the
         state term alone is the diagonal ``w_state I`` (built without the dense products)."""
-        config, nv = self.config, self.robot.nv
+        active = self._active_cost(data, w0, carried, m0)
+        if active is not None:
+            return active
+        hessian = np.zeros((self.robot.nv,) * 2)  # the state term alone: w_state I (or nothing)
+        hessian[self._diagonal] = w0 * w0 * self.config.state_weight
+        return hessian, w0 * (self.config.state_weight * carried)
+
+    def cost_plus(self, base, data: pin.Data, w0: float, carried: np.ndarray, m0: np.ndarray):
+        """``base + cost(...)`` for another cost ``base = (H, g)`` (or ``None``): with no body above the
+        threshold the state diagonal is added to a copy of ``H`` (no dense zero matrix to add)."""
+        if base is None:
+            return self.cost(data, w0, carried, m0)
+        active = self._active_cost(data, w0, carried, m0)
+        if active is not None:
+            return base[0] + active[0], base[1] + active[1]
+        state = self.config.state_weight
+        hessian = base[0].copy()
+        hessian[self._diagonal] += w0 * w0 * state
+        return hessian, base[1] + w0 * (state * carried)
+
+    def _active_cost(self, data: pin.Data, w0: float, carried: np.ndarray, m0: np.ndarray):
+        """:meth:`cost` while a body is above the threshold (the Newton model plus the state term), else
+        ``None`` (sets ``last_active``)."""
+        config = self.config
         self.last_active = 0
-        state = config.state_weight
-        if config.velocity_weight > 0:
+        if config.velocity_weight <= 0:
+            return None
+        checked, self._checked = self._checked, None
+        if checked is not None and checked[0] is m0:  # any_active just computed them (same data, same m0)
+            omegas, speeds = checked[1], checked[2]
+            self.last_active = int(np.count_nonzero(speeds > config.velocity_threshold))
+        else:
             omegas, speeds = self.body_speeds(data, m0)
-            if self.last_active:
-                threshold = config.velocity_threshold
-                active = speeds > threshold
-                w = config.velocity_weight
-                angular = self._angular
-                s = self.support[active]
-                speed = speeds[active]
-                g = ((omegas[active] / speed[:, None]) @ angular) * s  # rows g_i = J_i^T e_i
-                gram = angular.T @ angular
-                rank_one = (threshold / speed)[:, None] * g
-                hessian_m = 2 * w * (rank_one.T @ g + gram * (s.T @ ((1.0 - threshold / speed)[:, None] * s)))
-                # Newton model about m0: gradient at m0 minus the Hessian's pull back to m0
-                gradient_m = 2 * w * (g.T @ (speed - threshold)) - hessian_m @ m0
-                if state > 0:
-                    hessian_m[np.diag_indices(nv)] += state
-                return w0 * w0 * hessian_m, w0 * (hessian_m @ carried + gradient_m)
-        hessian = np.zeros((nv, nv))  # the state term alone: w_state I (or nothing)
-        hessian[np.diag_indices(nv)] = w0 * w0 * state
-        return hessian, w0 * (state * carried)
+        if not self.last_active:
+            return None
+        threshold = config.velocity_threshold
+        active = speeds > threshold
+        w = config.velocity_weight
+        angular = self._angular
+        s = self.support[active]
+        speed = speeds[active]
+        g = ((omegas[active] / speed[:, None]) @ angular) * s  # rows g_i = J_i^T e_i
+        gram = angular.T @ angular
+        rank_one = (threshold / speed)[:, None] * g
+        hessian_m = 2 * w * (rank_one.T @ g + gram * (s.T @ ((1.0 - threshold / speed)[:, None] * s)))
+        # Newton model about m0: gradient at m0 minus the Hessian's pull back to m0
+        gradient_m = 2 * w * (g.T @ (speed - threshold)) - hessian_m @ m0
+        if config.state_weight > 0:
+            hessian_m[self._diagonal] += config.state_weight
+        return w0 * w0 * hessian_m, w0 * (hessian_m @ carried + gradient_m)
