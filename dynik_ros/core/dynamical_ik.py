@@ -491,7 +491,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
             status=solution.status,
             iterations=solution.iterations,
             solved=solution.solved,
-            residual_norm=float(np.linalg.norm(residual)),
+            residual_norm=math.sqrt(residual.dot(residual)),  # np.linalg.norm's formula, without its checks
             solve_time=time.perf_counter() - start,
             held=not solution.solved,
             euler_fallback=self._fell_back,

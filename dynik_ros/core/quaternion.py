@@ -100,10 +100,17 @@ def _quaternion_of_one(m: np.ndarray) -> np.ndarray:
     """:func:`quaternion_from_rotation` for a single matrix, in scalar arithmetic (the solver's per-step
     base orientation; the vectorised path costs tens of microseconds for one matrix)."""
     (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = m.tolist()
-    if not all(math.isfinite(v) for v in (m00, m01, m02, m10, m11, m12, m20, m21, m22)):
+    # a sum is finite when every term is (a NaN or an infinity propagates); only an overflowing sum of
+    # huge finite entries needs the entry-by-entry test
+    if not math.isfinite(m00 + m01 + m02 + m10 + m11 + m12 + m20 + m21 + m22) and not all(
+        math.isfinite(v) for v in (m00, m01, m02, m10, m11, m12, m20, m21, m22)
+    ):
         raise ValueError("rotation matrix has non-finite entries")
     squares = (1.0 + m00 + m11 + m22, 1.0 + m00 - m11 - m22, 1.0 - m00 + m11 - m22, 1.0 - m00 - m11 + m22)
-    case = max(range(4), key=squares.__getitem__)
+    case = 0  # the first largest, as argmax
+    for i in (1, 2, 3):
+        if squares[i] > squares[case]:
+            case = i
     s = 2.0 * math.sqrt(max(squares[case], 1e-300))
     if case == 0:
         x, y, z, w = (m21 - m12) / s, (m02 - m20) / s, (m10 - m01) / s, 0.25 * s

@@ -151,6 +151,8 @@ class Measurements:
     def validate(self, targets: TargetSet, rotation_tolerance: float = 1e-3) -> None:
         """Raise :class:`InvalidMeasurementError` unless shapes match, values are finite and rotations are
         orthonormal with ``|R^T R - I| <= rotation_tolerance`` and ``det R > 0``."""
+        if self._plainly_valid(targets, rotation_tolerance):
+            return
         expected = {
             "positions": (targets.n_position, 3),
             "rotations": (targets.n_orientation, 3, 3),
@@ -184,3 +186,31 @@ class Measurements:
                     f"rotations of {links} are not rotation matrices (|R^T R - I| up to {err.max():.2e}, "
                     f"tolerance {rotation_tolerance:g})"
                 )
+
+    def _plainly_valid(self, targets: TargetSet, rotation_tolerance: float) -> bool:
+        """The per-step fast path of :meth:`validate`: ``True`` only when every check passes (arrays of the
+        expected shapes, all finite, rotations within the tolerance with ``det > 0``); ``False`` sends the
+        sample to the full checks, which name what is wrong."""
+        n_p, n_o = targets.n_position, targets.n_orientation
+        for value, shape in (
+            (self.positions, (n_p, 3)),
+            (self.rotations, (n_o, 3, 3)),
+            (self.linear_velocities, (n_p, 3)),
+            (self.angular_velocities, (n_o, 3)),
+            (self.com_position, (3,)),
+            (self.com_velocity, (3,)),
+        ):
+            if value is None:
+                continue
+            if type(value) is not np.ndarray or value.shape != shape or value.dtype.char != "d":
+                return False
+            if not np.isfinite(value).all():
+                return False
+        if (self.com_position is None) != (self.com_velocity is None):
+            return False
+        if not n_o:
+            return True
+        return bool(
+            orthonormality_error(self.rotations).max() <= rotation_tolerance
+            and determinant(self.rotations).min() > 0
+        )

@@ -191,7 +191,7 @@ class VelocityQP:
             if x is not None:
                 rows = constraint_matrix @ x
                 tol = self.settings.shortcut_tolerance
-                if np.all(rows >= lower - tol) and np.all(rows <= upper + tol):
+                if (rows >= lower - tol).all() and (rows <= upper + tol).all():
                     self._last_shortcut = x
                     return QPSolution(self._full(x), "solved (no active constraint)", 0, True)
         native = self._native
@@ -243,7 +243,7 @@ class VelocityQP:
         if info != 0:
             return None
         x, info = dpotrs(factor, -gradient, lower=0)
-        return x if info == 0 and np.all(np.isfinite(x)) else None
+        return x if info == 0 and np.isfinite(x).all() else None
 
     def reset_warm_start(self) -> None:
         """Forget the previous solution (after a jump in the state)."""

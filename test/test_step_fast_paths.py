@@ -1,0 +1,108 @@
+"""The per-step shortcuts of the IK (issue 10's CPU cuts) give the answers of the plain formulas: the same
+verdicts, the same numbers, on random input on both sides of every branch."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dynik_ros.core.quaternion import _quaternion_of_one, quaternion_from_rotation
+from dynik_ros.core.so3 import exp_so3
+from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measurements, TargetSet
+
+
+def _verdict(measurements: Measurements, targets: TargetSet, full: bool) -> str:
+    """``"ok"`` or the error message of :meth:`Measurements.validate` (``full``: without its fast path)."""
+    if full:
+        measurements = _FullChecks(**measurements.__dict__)
+    try:
+        measurements.validate(targets, 1e-3)
+    except InvalidMeasurementError as exc:
+        return str(exc)
+    except TypeError as exc:  # a list of rotations: not taken, with the fast path or without
+        return f"TypeError: {exc}"
+    return "ok"
+
+
+class _FullChecks(Measurements):
+    def _plainly_valid(self, targets: TargetSet, rotation_tolerance: float) -> bool:
+        return False
+
+
+def _random_measurements(rng: np.random.Generator, n_p: int, n_o: int) -> Measurements:
+    rotations = exp_so3(rng.normal(size=(n_o, 3)) * 2.0)
+    m = Measurements(
+        rng.normal(size=(n_p, 3)),
+        rotations,
+        rng.normal(size=(n_p, 3)) if rng.random() < 0.8 else None,
+        rng.normal(size=(n_o, 3)) if rng.random() < 0.8 else None,
+    )
+    if rng.random() < 0.3:
+        m.com_position, m.com_velocity = rng.normal(size=3), rng.normal(size=3)
+    fields = ["positions", "rotations", "linear_velocities", "angular_velocities", "com_position"]
+    for _ in range(rng.integers(0, 3)):  # 0-2 defects
+        name = fields[rng.integers(len(fields))]
+        value = getattr(m, name)
+        if value is None:
+            continue
+        value = np.array(value)
+        kind = rng.integers(8)
+        flat = value.reshape(-1)
+        i = rng.integers(flat.size) if flat.size else 0
+        if kind == 0 and flat.size:
+            flat[i] = np.nan
+        elif kind == 1 and flat.size:
+            flat[i] = rng.choice([np.inf, -np.inf])
+        elif kind == 2 and flat.size:
+            flat[:] = 1e308 * np.sign(rng.normal(size=flat.size))  # finite, sums overflow
+        elif kind == 3:
+            value = value[:-1] if value.shape[0] else value  # wrong shape
+        elif kind == 4 and name == "rotations" and n_o:
+            # off the tolerance, inside it, a reflection
+            value[rng.integers(n_o)] *= rng.choice([1.0 + 2e-3, 1.0 + 5e-4, -1.0])
+        elif kind == 5:
+            value = value.tolist()  # not an array: the full checks take lists too
+        elif kind == 6:
+            value = value.astype(np.float32)
+        elif kind == 7 and name == "com_position":
+            m.com_velocity = None
+        setattr(m, name, value)
+    return m
+
+
+@pytest.mark.parametrize("n_p, n_o", [(1, 23), (6, 15), (0, 4), (3, 0)])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the full checks on 1e308 entries overflow
+def test_validate_fast_path_gives_the_verdicts_of_the_full_checks(n_p, n_o):
+    frames = [f"f{i}" for i in range(max(n_p, n_o))]
+    targets = TargetSet(
+        [FrameTarget(f, position=i < n_p, orientation=i < n_o) for i, f in enumerate(frames)]
+    )
+    rng = np.random.default_rng(n_p * 100 + n_o)
+    verdicts = {"ok": 0, "refused": 0}
+    for _ in range(1500):
+        m = _random_measurements(rng, n_p, n_o)
+        expected = _verdict(m, targets, full=True)
+        assert _verdict(m, targets, full=False) == expected
+        verdicts["ok" if expected == "ok" else "refused"] += 1
+    assert min(verdicts.values()) > 100, verdicts  # both sides of the checks were exercised
+
+
+def test_quaternion_of_one_matrix_is_the_vectorised_formula():
+    """The scalar path (the solver's base per step) equals the vectorised Shepperd formula on random
+    rotations, every largest-component case and half turns, and refuses non-finite entries."""
+    rng = np.random.default_rng(7)
+    matrices = list(exp_so3(rng.normal(size=(3000, 3)) * 2.0))
+    matrices += [np.eye(3), *(np.diag(d) for d in ([1.0, -1.0, -1.0], [-1.0, 1.0, -1.0], [-1.0, -1.0, 1.0]))]
+    matrices += list(exp_so3(math.pi * np.eye(3))) + [exp_so3(np.full(3, math.pi / math.sqrt(3.0)))]
+    for r in matrices:
+        one = _quaternion_of_one(r)
+        many = quaternion_from_rotation(r[None])[0]
+        np.testing.assert_allclose(one, many, rtol=0, atol=1e-15)
+    for bad in (np.nan, np.inf, -np.inf):
+        for i in range(9):
+            r = np.eye(3)
+            r.reshape(-1)[i] = bad
+            with pytest.raises(ValueError, match="non-finite"):
+                _quaternion_of_one(r)
