@@ -14,9 +14,11 @@ received by the probe. Targets (issue 10): link state -> command p50 <= 1.5 ms, 
 busy process pinned to the last core, the pipeline pinned to the others, ``dynik_ros/bench/load.py``;
 ``--load 0`` for none, ``--no-pin`` to let the pipeline use every core). It also prints the pipeline's
 CPU time per sample (process time: what the load and the other users of the machine change least).
+``--rt-priority P`` runs the pipeline ``SCHED_FIFO`` at priority ``P`` (what ``chrt -f P dynik-ros run ...``
+gives a deployment): other processes on its core then wait while it has work.
 
     python benchmarks/latency.py [--quick] [--duration S] [--rate HZ] [--executors events,single,multi]
-                                 [--load N] [--no-pin]
+                                 [--load N] [--no-pin] [--rt-priority P]
 
 Then the memory of ik_node's output path: its per-sample messages built and serialised 10^5 times (2e4 with
 ``--quick``), resident-memory growth printed (a native leak per message shows as megabytes).
@@ -229,6 +231,14 @@ def main(argv: list[str] | None = None) -> int:
         "--no-pin", action="store_true", help="do not pin the pipeline to the cores the load leaves free"
     )
     parser.add_argument(
+        "--rt-priority",
+        type=int,
+        default=0,
+        metavar="P",
+        help="run the pipeline SCHED_FIFO at priority P (1-99; as chrt -f P; needs root or CAP_SYS_NICE); "
+        "0: normal scheduling (default)",
+    )
+    parser.add_argument(
         "--strict",
         action="store_true",
         help="exit 1 when a target is missed (default: report only; timing"
@@ -236,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     duration = args.duration or (3.0 if args.quick else 10.0)
-    from dynik_ros.bench.load import BusyLoad, pin_to, split_cores
+    from dynik_ros.bench.load import BusyLoad, fifo_priority, pin_to, split_cores
     from dynik_ros.cli.run import events_executor_available
 
     available = (["events"] if events_executor_available() else []) + ["single", "multi"]
@@ -256,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"load generator: {len(load_cores)} busy process(es) on core(s) {load_cores or '-'}; pipeline on "
-        f"{'every core' if args.no_pin or not load_cores else f'core(s) {pipeline_cores}'}"
+        f"{'every core' if args.no_pin or not load_cores else f'core(s) {pipeline_cores}'}, "
+        + (f"SCHED_FIFO priority {args.rt_priority}" if args.rt_priority > 0 else "normal scheduling")
     )
     header = (
         f"{'executor':9s} {'sent':>5s} {'drop':>10s} {'IK out p50/p99':>15s} {'command p50/p99/max':>20s} "
@@ -268,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     load = BusyLoad(load_cores).start()
     try:
         for kind in kinds:
-            r = run_once(kind, args.rate, duration, not args.no_markers, domain)
+            with fifo_priority(args.rt_priority):  # after the load started: it keeps normal scheduling
+                r = run_once(kind, args.rate, duration, not args.no_markers, domain)
             drops = r["dropped_link_states"] + r["dropped_ik_outputs"] + r["dropped_commands"]
             ok = r["cmd_p50"] <= TARGET_P50_MS and r["cmd_p99"] <= TARGET_P99_MS and drops == 0
             ok_all &= ok

@@ -13,6 +13,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 
 
@@ -92,3 +94,29 @@ def pin_to(cores: list[int]) -> None:
     """Run this process (its threads created from now on, and the calling thread) on ``cores`` only."""
     if cores and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, set(cores))
+
+
+@contextmanager
+def fifo_priority(priority: int) -> Iterator[None]:
+    """The calling thread, and the threads it starts inside the block (rclpy's executor, the DDS threads of
+    a context created there), scheduled ``SCHED_FIFO`` at ``priority`` (1-99): no process of normal
+    priority then takes their core while they have work, as ``chrt -f PRIORITY`` does for a whole command.
+    Back to the previous policy at exit; ``priority`` 0 changes nothing. Start a load generator *before*
+    the block: processes started inside inherit the policy. Needs root, ``CAP_SYS_NICE`` or an ``rtprio``
+    limit (``ulimit -r``), else ``PermissionError`` with that hint. The kernel's real-time throttling
+    (``/proc/sys/kernel/sched_rt_runtime_us``) keeps a runaway thread from taking all of its core."""
+    if priority <= 0 or not hasattr(os, "sched_setscheduler"):
+        yield
+        return
+    policy, parameter = os.sched_getscheduler(0), os.sched_getparam(0)
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except PermissionError:
+        raise PermissionError(
+            f"SCHED_FIFO priority {priority} refused: it needs root, CAP_SYS_NICE or an rtprio limit of at "
+            f"least {priority} (ulimit -r; /etc/security/limits.conf)"
+        ) from None
+    try:
+        yield
+    finally:
+        os.sched_setscheduler(0, policy, parameter)
