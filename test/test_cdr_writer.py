@@ -146,3 +146,33 @@ def test_a_huge_quaternion_is_refused_quietly():
         warnings.simplefilter("error")
         with pytest.raises(MessageRejected, match="quaternion norms"):
             link_states_from_cdr(data)
+
+
+@pytest.mark.parametrize("names", [["a"], [f"j{i}" for i in range(66)], []])
+def test_joint_state_with_efforts(names):
+    """dynamics_node's /human/joint_torques: positions, velocities and efforts."""
+    from sensor_msgs.msg import JointState
+
+    writer = cdr_writer.JointStateWriter(names, efforts=True)
+    for stamp in STAMPS:
+        q, v, tau = RNG.normal(size=(3, len(names)))
+        msg = JointState(
+            name=names, position=float_array(q), velocity=float_array(v), effort=float_array(tau)
+        )
+        msg.header.stamp = ns_to_stamp(stamp)
+        assert same(writer.serialize(stamp, q, v, tau), msg)
+
+
+@pytest.mark.parametrize("frame", ["right_foot", "", "a_much_longer_frame_name"])
+def test_wrench_stamped(frame):
+    """dynamics_node's /human/foot_wrench/<foot>."""
+    from geometry_msgs.msg import WrenchStamped
+
+    writer = cdr_writer.WrenchStampedWriter(frame)
+    for stamp in STAMPS:
+        wrench = RNG.normal(size=6) * 100.0
+        msg = WrenchStamped()
+        msg.header.stamp, msg.header.frame_id = ns_to_stamp(stamp), frame
+        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = wrench[:3].tolist()
+        msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = wrench[3:].tolist()
+        assert same(writer.serialize(stamp, wrench), msg)

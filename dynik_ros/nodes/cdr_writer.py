@@ -103,9 +103,11 @@ class TemplateMessage:
 
 
 class JointStateWriter(TemplateMessage):
-    """``sensor_msgs/JointState``: fixed frame and names; positions and optional velocities; no effort."""
+    """``sensor_msgs/JointState``: fixed frame and names; positions, optional velocities and efforts."""
 
-    def __init__(self, names: Sequence[str], frame_id: str = "", velocities: bool = True):
+    def __init__(
+        self, names: Sequence[str], frame_id: str = "", velocities: bool = True, efforts: bool = False
+    ):
         lay = CdrLayout()
         self._stamp = lay.stamp()
         lay.string(frame_id)
@@ -113,18 +115,45 @@ class JointStateWriter(TemplateMessage):
         n = len(names)
         self._pos = lay.f64_sequence(n)
         self._vel = lay.f64_sequence(n if velocities else 0)
-        lay.f64_sequence(0)  # effort
+        self._eff = lay.f64_sequence(n if efforts else 0)
         super().__init__(lay)
-        self.positions, self.velocities = (
+        self.positions, self.velocities, self.efforts = (
             self.block(self._pos, n),
             self.block(self._vel, n if velocities else 0),
+            self.block(self._eff, n if efforts else 0),
         )
 
-    def serialize(self, stamp_ns: int, positions: np.ndarray, velocities: np.ndarray | None = None) -> bytes:
+    def serialize(
+        self,
+        stamp_ns: int,
+        positions: np.ndarray,
+        velocities: np.ndarray | None = None,
+        efforts: np.ndarray | None = None,
+    ) -> bytes:
         self.write_stamp(self._stamp, stamp_ns)
         self.positions[:] = positions
         if velocities is not None:
             self.velocities[:] = velocities
+        if efforts is not None:
+            self.efforts[:] = efforts
+        return self.bytes()
+
+
+class WrenchStampedWriter(TemplateMessage):
+    """``geometry_msgs/WrenchStamped`` in a fixed frame: force then torque."""
+
+    def __init__(self, frame_id: str):
+        lay = CdrLayout()
+        self._stamp = lay.stamp()
+        lay.string(frame_id)
+        self._wrench = lay.f64(6)
+        super().__init__(lay)
+        self.wrench = self.block(self._wrench, 6)
+
+    def serialize(self, stamp_ns: int, wrench: np.ndarray) -> bytes:
+        """``wrench``: force x y z, torque x y z."""
+        self.write_stamp(self._stamp, stamp_ns)
+        self.wrench[:] = wrench
         return self.bytes()
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
+from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState, MultiDOFJointState
 from std_msgs.msg import String
 
@@ -28,6 +29,7 @@ from dynik_ros.estimation.dynamics_pipeline import FEET, HumanDynamicsPipeline, 
 from dynik_ros.estimation.map_dynamics import MapCovariances
 from dynik_ros.estimation.suit_kinematics import SuitSample
 from dynik_ros.io import stamp_guard
+from dynik_ros.nodes.cdr_writer import JointStateWriter, WrenchStampedWriter, publish_serialized
 from dynik_ros.nodes.common import (
     RELIABLE_QOS,
     SENSOR_QOS,
@@ -186,6 +188,12 @@ class DynamicsNode(DynikLifecycleNode):
             for foot in FEET
         ]
         self._pub_contact = self.create_lifecycle_publisher(String, "/human/contact_state", RELIABLE_QOS)
+        # the outputs serialized from templates (cdr_writer): the names, frames and the three contact
+        # states never change, only the stamp and the numbers
+        self._torque_writer: JointStateWriter | None = None  # laid out at the first estimate (its names)
+        self._torque_names: tuple[str, ...] = ()
+        self._wrench_writers = [WrenchStampedWriter(foot) for foot in FEET]
+        self._contact_bytes = {n: bytes(serialize_message(String(data=n))) for n in STATE_NAMES.values()}
         self._pub_diag = self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         qos = RELIABLE_QOS if p["link_states_reliable"] else SENSOR_QOS
         self._entities = [
@@ -299,23 +307,29 @@ class DynamicsNode(DynikLifecycleNode):
         self.step_cpu_times.append(time.thread_time() - start_cpu)
 
     def _publish(self, output: Any) -> None:
-        stamp = ns_to_stamp(output.stamp_ns)
-        msg = JointState()
-        msg.header.stamp = stamp
-        msg.name = list(output.joint_names)
-        msg.position = float_array(output.q[7:])
-        msg.velocity = float_array(output.v[6:])
-        msg.effort = float_array(output.tau)
-        self._pub_torques.publish(msg)
-        for foot, publisher, wrench in zip(FEET, self._pub_wrenches, output.wrenches.tolist(), strict=True):
-            w = WrenchStamped()
-            w.header.stamp, w.header.frame_id = stamp, foot
-            w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = wrench[:3]
-            w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = wrench[3:]
-            publisher.publish(w)
+        """Joint torques, foot wrenches and the contact state, serialized from templates (no Python message
+        objects per sample; the messages are built only for an rclpy without ``publish_raw``)."""
+        stamp_ns, names = output.stamp_ns, tuple(output.joint_names)
+        if self._torque_writer is None or names != self._torque_names:
+            self._torque_writer, self._torque_names = JointStateWriter(names, efforts=True), names
+        publish_serialized(
+            self._pub_torques,
+            self._torque_writer.serialize(stamp_ns, output.q[7:], output.v[6:], output.tau),
+            lambda: _torque_msg(output),
+        )
+        for foot, publisher, wrench_writer, wrench in zip(
+            FEET, self._pub_wrenches, self._wrench_writers, output.wrenches, strict=True
+        ):
+            publish_serialized(
+                publisher,
+                wrench_writer.serialize(stamp_ns, wrench),
+                lambda f=foot, w=wrench: _wrench_msg(stamp_ns, f, w),
+            )
         self.last_state = STATE_NAMES[output.state]
         self.torque_log.append((output.stamp_ns, output.tau.copy(), self.last_state))
-        self._pub_contact.publish(String(data=self.last_state))
+        publish_serialized(
+            self._pub_contact, self._contact_bytes[self.last_state], lambda: String(data=self.last_state)
+        )
 
     def publish_diagnostics(self) -> None:
         if not self.active or self._pub_diag is None:
@@ -350,6 +364,26 @@ class DynamicsNode(DynikLifecycleNode):
             )
         ]
         self._pub_diag.publish(msg)
+
+
+def _torque_msg(output: Any) -> JointState:
+    """The ``/human/joint_torques`` message built field by field (rclpy without ``publish_raw``)."""
+    msg = JointState()
+    msg.header.stamp = ns_to_stamp(output.stamp_ns)
+    msg.name = list(output.joint_names)
+    msg.position = float_array(output.q[7:])
+    msg.velocity = float_array(output.v[6:])
+    msg.effort = float_array(output.tau)
+    return msg
+
+
+def _wrench_msg(stamp_ns: int, foot: str, wrench: np.ndarray) -> WrenchStamped:
+    """A ``/human/foot_wrench/<foot>`` message built field by field (rclpy without ``publish_raw``)."""
+    w = WrenchStamped()
+    w.header.stamp, w.header.frame_id = ns_to_stamp(stamp_ns), foot
+    w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = wrench[:3].tolist()
+    w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = wrench[3:].tolist()
+    return w
 
 
 def main(argv: list[str] | None = None) -> int:
