@@ -300,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{TARGET_P50_MS:g} ms, p99 <= {TARGET_P99_MS:g} ms, no drops; CPU/sample = the pipeline process's "
         f"CPU time per published sample; load processes used "
         f"{', '.join(f'{c:.1f}' for c in load.cpu_seconds) or '-'} CPU s; CPU check now {cpu_check_ms():.1f} "
-        "ms (about 17 ms on this machine when idle; higher = other load)"
+        "ms (9 ms or less on the fifth session's 2-core VM when quiet, 17 ms on the earlier one; higher = "
+        "other load)"
     )
     steps = 20_000 if args.quick else 100_000
     first, last = output_path_memory(steps)
