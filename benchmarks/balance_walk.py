@@ -8,7 +8,8 @@ the upper-body MNTE of both runs, and a PNG of the CoM ground tracks against the
 
 ``--time-scale F ...`` retargets only the CMU excerpt, played F times slower (``dynik-retarget --time-scale``:
 the same samples on a stretched clock, the contact thresholds following it), once per factor: what slowing
-the capture does to the share of contact samples with the CoM inside the support.
+the capture does to the share of contact samples with the CoM inside the support. ``--resample`` brings
+each slowed take back to the capture's rate first (interpolated), so the IK's step does not grow with F.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,9 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--time-scale", type=float, nargs="+", default=None, help="CMU excerpt only, at these slow-downs"
     )
+    parser.add_argument(
+        "--resample", action="store_true", help="with --time-scale: the slowed take back at its capture rate"
+    )
     args = parser.parse_args(argv)
     if args.time_scale:
-        return slowed(args.time_scale, args.out, ["g1"] if args.quick else ["g1", "talos"])
+        return slowed(args.time_scale, args.out, ["g1"] if args.quick else ["g1", "talos"], args.resample)
     from dynik_ros.io.bvh import read_bvh
     from dynik_ros.retarget.balance import compare, format_comparisons, plot_support
     from dynik_ros.retarget.human import synthetic_human_motion
@@ -67,15 +73,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(r.held == 0 for r in rows) else 1
 
 
-def slowed(factors: list[float], out: Path, robots: list[str]) -> int:
+def slowed(factors: list[float], out: Path, robots: list[str], resample: bool = False) -> int:
     """The CMU excerpt retargeted plain and balanced at each slow-down factor (module docstring)."""
     from dynik_ros.io.bvh import read_bvh
-    from dynik_ros.io.human_motion import time_scaled
+    from dynik_ros.io.human_motion import resampled, time_scaled
     from dynik_ros.retarget.balance import compare, format_comparisons, plot_support
     from dynik_ros.retarget.retargeter import Retargeter
 
     out.mkdir(parents=True, exist_ok=True)
     cmu = read_bvh(ROOT / "test" / "data" / "cmu_131_01_walk_excerpt.bvh")
+    rate = 1.0 / float(np.median(np.diff(cmu.times)))
     rows = []
     for name in robots:
         for factor in factors:
@@ -84,7 +91,11 @@ def slowed(factors: list[float], out: Path, robots: list[str]) -> int:
             retargeter = Retargeter.from_config(name)
             if factor != 1.0:
                 retargeter.time_scale_contact(factor)
-            row = compare(retargeter, time_scaled(cmu, factor), label=f"CMU 131_01 x{factor:g} slower")
+            motion = time_scaled(cmu, factor)
+            if resample:  # the IK steps at the capture's rate, not rate / factor
+                motion = resampled(motion, rate)
+            label = f"CMU x{factor:g} slower" + (f" at {rate:.0f} Hz" if resample else "")
+            row = compare(retargeter, motion, label=label)
             rows.append(row)
             print(f"  {name} x{factor:g}: done", file=sys.stderr)
             plot_support(out / f"com_track_{name}_cmu_x{factor:g}.png", row.figures, f"{name}: x{factor:g}")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dynik_ros.cli.retarget import main
-from dynik_ros.io.human_motion import time_scaled
+from dynik_ros.io.human_motion import HumanMotion, resampled, time_scaled
 from dynik_ros.io.motion_files import read_motion_file
 
 EXCERPT = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
@@ -26,6 +26,36 @@ def test_time_scaled_stretches_stamps_and_divides_velocities():
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="time scale"):
             time_scaled(motion, bad)
+
+
+def test_resampled_motion_lies_on_the_uniform_motion_it_samples():
+    """A link moving at constant velocity and turning at a constant rate about a fixed axis, sampled at
+    uneven stamps: resampled at 50 Hz, every new sample is that motion at the new stamp (geodesic
+    interpolation is exact for a constant rate), the velocities and the rest unchanged."""
+    import pinocchio as pin
+
+    times = np.array([0.0, 0.013, 0.05, 0.061, 0.1, 0.17, 0.2])
+    axis = np.array([0.3, -0.5, 0.8]) / np.linalg.norm([0.3, -0.5, 0.8])
+    start = pin.exp3(np.array([0.2, 0.1, -0.4]))
+
+    def pose(t):
+        return np.array([0.1, 0.2, 0.9]) + t * np.array([0.5, -0.2, 0.1]), pin.exp3(2.0 * t * axis) @ start
+
+    positions = np.array([[pose(t)[0]] for t in times])
+    rotations = np.array([[pose(t)[1]] for t in times])
+    velocity = np.tile([0.5, -0.2, 0.1], (len(times), 1, 1))
+    motion = HumanMotion("line", times, ["Pelvis"], positions, rotations, velocity, 2.0 * velocity, "test")
+    out = resampled(motion, 50.0)
+    np.testing.assert_allclose(out.times, np.arange(11) * 0.02, atol=1e-12)
+    for k, t in enumerate(out.times):
+        p, r = pose(t)
+        np.testing.assert_allclose(out.positions[k, 0], p, atol=1e-12)
+        np.testing.assert_allclose(out.rotations[k, 0], r, atol=1e-12)
+    np.testing.assert_allclose(out.linear_velocities, np.broadcast_to(velocity[0], (11, 1, 3)), atol=1e-12)
+    assert out.links == motion.links and "resampled at 50 Hz" in out.source
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="rate"):
+            resampled(motion, bad)
 
 
 def test_time_scale_slows_the_written_trajectory(tmp_path, capsys):

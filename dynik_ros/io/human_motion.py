@@ -111,6 +111,48 @@ def save_npz_motion(motion: Any, path: str | Path) -> Path:
     return path
 
 
+def resampled(motion: HumanMotion, rate: float) -> HumanMotion:
+    """``motion`` on a uniform grid of ``rate`` Hz from its first stamp to its last: positions and velocities
+    linear between the two samples around each new stamp, rotations along the geodesic between them
+    (``R_k exp(s log(R_k^T R_k+1))``). E.g. a take played slower (:func:`time_scaled`) brought back to its
+    capture rate, so the IK steps as often as before."""
+    rate = float(rate)
+    if not (math.isfinite(rate) and rate > 0.0):
+        raise ValueError(f"rate must be positive and finite, got {rate}")
+    times = np.asarray(motion.times, dtype=float)
+    if len(times) < 2:
+        return motion
+    from dataclasses import replace
+
+    import pinocchio as pin
+
+    stamps = times[0] + np.arange(int(np.floor((times[-1] - times[0]) * rate + 1e-9)) + 1) / rate
+    k = np.clip(np.searchsorted(times, stamps, side="right") - 1, 0, len(times) - 2)
+    s = np.clip((stamps - times[k]) / (times[k + 1] - times[k]), 0.0, 1.0)
+
+    def linear(values: np.ndarray) -> np.ndarray:
+        values = np.asarray(values, dtype=float)
+        return (1.0 - s)[:, None, None] * values[k] + s[:, None, None] * values[k + 1]
+
+    given = np.asarray(motion.rotations, dtype=float)
+    before, after = given[k], given[k + 1]
+    rotations = np.empty_like(before)
+    for i in range(len(stamps)):
+        for j in range(before.shape[1]):
+            step = pin.log3(before[i, j].T @ after[i, j])
+            rotations[i, j] = before[i, j] @ pin.exp3(s[i] * step)
+    return replace(
+        motion,
+        times=stamps,
+        positions=linear(motion.positions),
+        rotations=rotations,
+        linear_velocities=linear(motion.linear_velocities),
+        angular_velocities=linear(motion.angular_velocities),
+        source=f"{motion.source}, resampled at {rate:g} Hz",
+        notices=list(motion.notices),
+    )
+
+
 def time_scaled(motion: HumanMotion, factor: float) -> HumanMotion:
     """``motion`` played ``factor`` times slower (``factor`` > 1) or faster (< 1): sample times multiplied by
     ``factor`` (about the epoch, so ``stamp_origin_ns`` still stamps t = 0), velocities divided by it; poses
