@@ -15,12 +15,13 @@ once a second of samples: the node's own CPU per sample, free of the executor an
 CPU time is what the targets are about, and far less sensitive to the other work on a shared machine than
 wall time (which counts the time other processes held the core): both are printed, with the load average.
 ``--profile N`` adds a cProfile table (top N functions by own time) per node, from a separate pass (the
-profiler's overhead would inflate the timed figures). ``--compare-messages`` repeats the pipeline with the
+profiler's overhead would inflate the timed figures); ``--sections`` times ik_node's sections alone without a
+profiler (:mod:`dynik_ros.bench.sections`). ``--compare-messages`` repeats the pipeline with the
 outputs built as Python messages (the code before ``nodes/cdr_writer.py``) and times the output paths alone,
 alternating in rounds, as in the issue 10 table.
 
     python benchmarks/node_cpu.py [--quick] [--rate 240] [--duration 10] [--executor events|single]
-                                  [--profile N] [--compare-messages]
+                                  [--profile N] [--compare-messages] [--sections]
 
 Targets (issue 10): ik_node <= 1.2 ms CPU per sample at 240 Hz with markers on; the pipeline <= 40 % of
 one core. Timing on a shared machine is a report, not a pass/fail criterion.
@@ -198,9 +199,12 @@ def run_once(
     }
 
 
-def ik_alone(rate: float, duration: float, domain_id: int, profile: bool = False) -> dict[str, Any]:
+def ik_alone(
+    rate: float, duration: float, domain_id: int, profile: bool = False, sections: Any = None
+) -> dict[str, Any]:
     """ik_node (Human66, markers on) fed serialized link states straight into its subscription callback:
-    thread CPU and wall per sample, markers every ``rate / 30`` samples, diagnostics once per ``rate``."""
+    thread CPU and wall per sample, markers every ``rate / 30`` samples, diagnostics once per ``rate``.
+    ``sections``: a :class:`dynik_ros.bench.sections.SectionTimer` filled per section (``--sections``)."""
     import numpy as np
     import rclpy
     from rclpy.context import Context
@@ -233,11 +237,18 @@ def ik_alone(rate: float, duration: float, domain_id: int, profile: bool = False
     try:
         node.trigger_configure()
         node.trigger_activate()
+        labels = None
+        if sections is not None:
+            from dynik_ros.bench.sections import instrument_ik_node
+
+            labels = instrument_ik_node(node, sections)
         cpu = 0.0
         walls: list[float] = []
         for k, data in enumerate(messages):
             if k == warm and profiler is not None:
                 profiler.enable()
+            if k == warm and sections is not None:
+                sections.clear()
             start, start_wall = time.thread_time(), time.perf_counter()
             node._on_link_states(data)
             if k % marker_every == 0:
@@ -252,6 +263,8 @@ def ik_alone(rate: float, duration: float, domain_id: int, profile: bool = False
         steps = node.steps
         node.trigger_deactivate()
     finally:
+        if sections is not None:
+            sections.undo()
         node.destroy_node()
         rclpy.shutdown(context=context)
     timed = len(messages) - warm
@@ -263,6 +276,7 @@ def ik_alone(rate: float, duration: float, domain_id: int, profile: bool = False
         # the samples no other process interrupted: what a quiet machine would give
         "wall_p5_us": float(np.percentile(walls, 5)) * 1e6,
         "profile": profiler,
+        "section_labels": labels,
     }
 
 
@@ -349,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--compare-messages", action="store_true", help="also with Python messages; output paths alone"
     )
+    parser.add_argument(
+        "--sections", action="store_true", help="ik_node alone: thread CPU per section, without a profiler"
+    )
     args = parser.parse_args(argv)
     from dynik_ros.cli.run import events_executor_available
 
@@ -398,6 +415,16 @@ def main(argv: list[str] | None = None) -> int:
         solo = ik_alone(args.rate, duration, domain, profile=True)
         print(f"cProfile, ik_node alone ({solo['samples']} samples; profiler overhead included):")
         print(profile_table(solo["profile"], args.profile, solo["samples"]), end="")
+    if args.sections:
+        from dynik_ros.bench.sections import SectionTimer
+
+        timer = SectionTimer()
+        solo = ik_alone(args.rate, duration, domain, sections=timer)
+        print(
+            f"ik_node alone per section (thread CPU, no profiler; sections nest; the whole callback "
+            f"{solo['cpu_us']:.0f} us/sample incl. the timers):"
+        )
+        print(timer.table(solo["samples"], solo["section_labels"]), end="")
     ik_us, share = final["per_sample_us"]["ik_node"], final["core_share"]
     print(
         f"  targets (CPU time): ik_node <= 1200 us/sample (pipeline {ik_us:.0f}, "
