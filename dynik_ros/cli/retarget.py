@@ -204,6 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="play the capture this many times slower (2: half speed, stamps x2, velocities /2), so a robot "
         "with lower velocity limits can follow (default 1)",
     )
+    parser.add_argument(
+        "--stance",
+        choices=("weighted", "hard"),
+        help="feet flat in contact: weighted targets (the maps' default) or hard QP rows (stance_rows.py)",
+    )
     parser.add_argument("--settle", type=float, default=1.0, help="IK seconds spent on the first frame first")
     parser.add_argument("--gain", type=float, help="set every target gain K of eq. (9), 1/s")
     parser.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="output bag storage")
@@ -303,6 +308,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         retargeter = Retargeter.from_config(args.robot, args.calibration)
+        if args.stance is not None:
+            from dataclasses import replace
+
+            contact = replace(retargeter.config.contact, stance=args.stance)
+            retargeter.config = replace(retargeter.config, contact=contact)
         if args.balance:
             from dataclasses import replace
 

@@ -113,6 +113,7 @@ class DynamicalIKConfig:
     balance: BalanceConfig = field(default_factory=BalanceConfig)  # CoM rows (core/com_objective.py)
     regularizers: RegularizerConfig = field(default_factory=RegularizerConfig)  # core/regularizers.py
     loops: tuple[LoopClosure, ...] = ()  # loop-closure equality rows (core/loop_closure.py)
+    stance_frames: tuple[str, ...] = ()  # targets imposed as rows while in contact (core/stance_rows.py)
 
     def __post_init__(self) -> None:
         for name, allowed in (
@@ -448,7 +449,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         self._velocity_bounds(dt)
         if extra_terms is not None:
             base = base_position if predicted else self.base_position
-            extra, dynamic = extra_terms.terms(self, kinematics, measurements, base, dt)
+            extra, dynamic = extra_terms.terms(self, kinematics, measurements, base, dt, jacobian, corrected)
         weights, regularization = self.weights, None
         task = self.recovery.before_step(dt, self.joint_positions)
         nb = self.robot.base_dofs

@@ -14,6 +14,7 @@ import numpy as np
 from dynik_ros.core.com_objective import ComObjective
 from dynik_ros.core.loop_closure import LoopRows
 from dynik_ros.core.regularizers import Regularizers
+from dynik_ros.core.stance_rows import StanceRows
 
 
 class ExtraTerms:
@@ -24,14 +25,20 @@ class ExtraTerms:
         self.balance = ComObjective(robot, config.balance) if config.balance.enabled else None
         self.regularizers = Regularizers(robot, config.regularizers) if config.regularizers.enabled else None
         self.loops = LoopRows(robot, config.loops) if config.loops else None
+        self.stance = StanceRows(ik.targets, config.stance_frames, robot.nv) if config.stance_frames else None
         self._support_rows = self.balance.n_rows if self.balance is not None else 0
         self.dynamic_rows = self._support_rows + (self.loops.n_rows if self.loops is not None else 0)
+        self.dynamic_rows += self.stance.n_rows if self.stance is not None else 0
 
     @classmethod
     def wanted(cls, config) -> bool:
-        return bool(config.balance.enabled or config.regularizers.enabled or config.loops)
+        return bool(
+            config.balance.enabled or config.regularizers.enabled or config.loops or config.stance_frames
+        )
 
     def observe(self, kinematics, measurements) -> None:
+        if self.stance is not None:
+            self.stance.observe(measurements.stance)
         if self.loops is not None:
             self.loops.observe(kinematics.data)
         balance = self.balance
@@ -51,11 +58,25 @@ class ExtraTerms:
         """A multistep rule against an active row makes ``nu_k`` alternate (measured on G1: support rows
         missed by up to 2 mm with Adams, 0.7 mm with the trapezoid, OSQP "solved inaccurate"); with the
         support rows imposed the step is integrated by Euler."""
-        if self.loops is not None or (self.balance is not None and self.balance.imposes_support):
+        if (
+            self.loops is not None
+            or (self.balance is not None and self.balance.imposes_support)
+            or (self.stance is not None and self.stance.imposed)
+        ):
             ik.integrate_this_step_by_euler()
 
-    def terms(self, ik, kinematics, measurements, base_position: np.ndarray, dt: float):
-        """``(extra cost or None, support rows or None)`` of this step, after the velocity bounds."""
+    def terms(
+        self,
+        ik,
+        kinematics,
+        measurements,
+        base_position: np.ndarray,
+        dt: float,
+        jacobian: np.ndarray | None = None,
+        corrected: np.ndarray | None = None,
+    ):
+        """``(extra cost or None, support rows or None)`` of this step, after the velocity bounds; the stance
+        rows (:mod:`.stance_rows`) need the step's stacked ``jacobian`` and ``v*`` (``corrected``)."""
         config = ik.config
         w0 = float(ik._corrector[0])
         extra = dynamic = None
@@ -86,6 +107,17 @@ class ExtraTerms:
                 )
             else:
                 dynamic = (a_loop, b_loop, b_loop)
+        if self.stance is not None:
+            rows = (
+                self.stance.bounds(jacobian, corrected)
+                if self.stance.imposed and jacobian is not None and corrected is not None
+                else ik.qp._no_dynamic_rows(self.stance.n_rows)
+            )
+            if dynamic is None and self.dynamic_rows > self.stance.n_rows:
+                dynamic = ik.qp._no_dynamic_rows(self.dynamic_rows - self.stance.n_rows)
+            if dynamic is not None:
+                rows = tuple(np.concatenate(pair) for pair in zip(dynamic, rows, strict=True))
+            dynamic = rows
         self._balance_cost = extra
         if self.regularizers is not None:
             extra = self._with_regularizers(kinematics, w0, ik._carried_velocity, ik.nu)

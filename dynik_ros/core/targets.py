@@ -147,6 +147,7 @@ class Measurements:
     com_position: np.ndarray | None = None
     com_velocity: np.ndarray | None = None
     contacts: np.ndarray | None = None
+    stance: np.ndarray | None = None  # one flag per stance frame (core/stance_rows.py); None: none
 
     def validate(self, targets: TargetSet, rotation_tolerance: float = 1e-3) -> None:
         """Raise :class:`InvalidMeasurementError` unless shapes match, values are finite and rotations are

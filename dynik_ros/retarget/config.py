@@ -72,6 +72,8 @@ from dynik_ros.retarget.config_types import (  # noqa: F401 - re-exported: the m
     save_retarget_config,
 )
 
+STANCES = ("weighted", "hard")  # contact.stance
+
 
 # ---------------------------------------------------------------------- loading
 class _Reader:
@@ -383,6 +385,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "flatten",
             "blend_time",
             "drift_off",
+            "stance",
         ),
     )
     contact = ContactSpec(
@@ -396,7 +399,10 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         flatten=r.boolean(c.get("flatten", True), "contact.flatten"),
         blend_time=r.number(c.get("blend_time", 0.1), "contact.blend_time", minimum=0.0),
         drift_off=r.number(c.get("drift_off", 0.08), "contact.drift_off", minimum=0.0),
+        stance=str(c.get("stance", "weighted")),
     )
+    if contact.stance not in STANCES:
+        raise r.error("contact.stance", f"expected one of {STANCES}, got '{contact.stance}'")
     if contact.height_off < contact.height_on or contact.speed_off < contact.speed_on:
         raise r.error("contact", "hysteresis needs height_off >= height_on and speed_off >= speed_on")
 

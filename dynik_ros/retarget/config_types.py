@@ -83,7 +83,10 @@ class ContactSpec:
     ``drift_off`` (m, human size): a contact also ends when every point of the human foot (foot and toe
     links) has slid that far horizontally from where it was once the touch-down blend was over: a sliding
     human foot (moonwalk, a slow drag) that no standing robot foot can follow; a new contact may start
-    ``release_time`` later, where the human foot is then. 0 switches it off."""
+    ``release_time`` later, where the human foot is then. 0 switches it off.
+
+    ``stance``: ``weighted`` (the feet's targets are weighted rows like every other) or ``hard`` (while in
+    contact a foot's targets are rows of the QP it must meet: :mod:`dynik_ros.core.stance_rows`)."""
 
     enabled: bool = True
     height_on: float = 0.03
@@ -95,6 +98,7 @@ class ContactSpec:
     flatten: bool = True
     blend_time: float = 0.1
     drift_off: float = 0.08
+    stance: str = "weighted"
 
 
 @dataclass(frozen=True)
@@ -243,6 +247,7 @@ class RetargetConfig:
             "flatten": c.flatten,
             "blend_time": c.blend_time,
             "drift_off": c.drift_off,
+            "stance": c.stance,
         }
         limits: dict[str, Any] = {}
         if self.position_limits:

@@ -241,6 +241,8 @@ class Retargeter:
             config = replace(config, regularizers=self.config.regularizers)
         if self.config.balance.enabled and not config.balance.enabled:
             config = balance_config(self.config.balance, self.config.feet, config)
+        if self.config.contact.stance == "hard" and not config.stance_frames:  # core/stance_rows.py
+            config = replace(config, stance_frames=tuple(f.frame for f in self.config.feet))
         return config
 
     def balanced(
@@ -340,12 +342,14 @@ class Retargeter:
         # the feet's orientation targets as the contact left them (level in contact, blended in and out)
         target_rotations[:, self._foot_ori_rows] = foot_rotations[:, self._foot_ori_feet]
         target_omegas[:, self._foot_ori_rows] = foot_omegas[:, self._foot_ori_feet]
+        stance = self.contact.flat  # the feet flat in contact: rows of the QP with contact.stance = hard
         out = [
             Measurements(
                 target_positions[k],
                 target_rotations[k],
                 target_velocities[k] if measured else None,
                 target_omegas[k] if measured else None,
+                stance=stance[k],
             )
             for k in range(n)
         ]

@@ -169,10 +169,12 @@ class FootContact:
         frames' orientation and angular-velocity targets. In contact the sole point touching the ground
         (the lowest one) stays where it landed; when the foot rolls onto another point (heel to toe) that
         point becomes the anchor where it is, so the frame follows the rolling without sliding. Returns
-        ``(N, n_feet)``: the index of the sole point in contact, -1 when not in contact.
+        ``(N, n_feet)``: the index of the sole point in contact, -1 when not in contact; :attr:`flat` the
+        samples in contact for ``blend_time`` at least (the sole level: ``stance: hard`` imposes them).
         """
         n = positions.shape[0]
         flags = np.full((n, len(self.feet)), -1, dtype=int)
+        self.flat = np.zeros((n, len(self.feet)), dtype=bool)  # in contact for blend_time: level, held
         if not self.feet:
             return flags
         heights = self.human_sole_heights(p)
@@ -231,6 +233,7 @@ class FootContact:
                 j = int(points[:, 2].argmin())
                 if self.in_contact[f] and not spec.hold:  # contact without holding: only kept above the floor
                     flags[k, f] = j
+                    self.flat[k, f] = t - self.contact_at[f] >= spec.blend_time - 1e-9
                 elif self.in_contact[f]:
                     if self.point[f] < 0:  # touch-down: the lowest point lands where it is
                         self.anchor[f] = target + points[j]
@@ -247,6 +250,7 @@ class FootContact:
                     rate[:] = -np.cross(foot_omegas[k, f], lever)
                     self.last[f] = target.copy()
                     flags[k, f] = j
+                    self.flat[k, f] = t - self.contact_at[f] >= spec.blend_time - 1e-9
                     continue
                 delta = self.release_delta[f]
                 if delta is not None:

@@ -1,0 +1,78 @@
+"""Hard stance rows: a foot in contact moves exactly as its targets command, as QP constraints.
+
+A weighted target (eq. 10a) is traded off against every other target; on real captures the other
+targets of the motion pull a standing foot off its held place (tilt, slide, depth). With stance rows, the
+rows of eq. (9) of a stance frame's targets (position and orientation, both in the stacked residual) become
+bounds on ``nu``:
+
+    v*_i - tol <= J_i nu <= v*_i + tol      (i: the rows of the frames flagged in contact this step)
+
+so the foot follows ``v* = v_ff + K e`` (its held pose and the feed-forward) and every other target gives way.
+Frames out of contact get zero, unbounded rows (the QP's row count stays fixed). A step with stance rows is
+integrated by Euler (a multistep rule against an imposed row makes ``nu_k`` alternate, as with the loop
+rows). ROS-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+TOLERANCE = 1e-4  # m/s, rad/s: half-width of each row's band
+
+
+class StanceRows:
+    """Row indices of the stance frames' targets in the stacked residual, and their bounds per step."""
+
+    def __init__(self, targets, frames: Sequence[str], nv: int, tolerance: float = TOLERANCE):
+        position = [t.frame for t in targets.position_targets]
+        orientation = [t.frame for t in targets.orientation_targets]
+        missing = [f for f in frames if f not in position and f not in orientation]
+        if missing:
+            raise ValueError(f"stance frames without a target: {missing}")
+        offset = 3 * len(position)
+        self.frames = tuple(frames)
+        self.rows: list[np.ndarray] = []
+        for f in self.frames:
+            rows = []
+            if f in position:
+                rows += [3 * position.index(f) + j for j in range(3)]
+            if f in orientation:
+                rows += [offset + 3 * orientation.index(f) + j for j in range(3)]
+            self.rows.append(np.array(rows, dtype=int))
+        self.n_rows = int(sum(len(r) for r in self.rows))
+        self.nv = nv
+        self.tolerance = float(tolerance)
+        self.active = np.zeros(len(self.frames), dtype=bool)
+
+    def observe(self, flags: np.ndarray | None) -> None:
+        """This step's stance flags (one per frame; ``None``: none in contact)."""
+        if flags is None:
+            self.active[:] = False
+            return
+        flags = np.asarray(flags, dtype=bool)
+        if flags.shape != self.active.shape:
+            raise ValueError(f"stance must hold {len(self.frames)} flags, got shape {flags.shape}")
+        self.active[:] = flags
+
+    @property
+    def imposed(self) -> bool:
+        return bool(self.active.any())
+
+    def bounds(
+        self, jacobian: np.ndarray, corrected: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(A, l, u)`` of the rows: the frames in contact bound to ``v*`` within the tolerance."""
+        a = np.zeros((self.n_rows, self.nv))
+        lower = np.full(self.n_rows, -np.inf)
+        upper = np.full(self.n_rows, np.inf)
+        start = 0
+        for on, rows in zip(self.active, self.rows, strict=True):
+            stop = start + len(rows)
+            if on:
+                a[start:stop] = jacobian[rows]
+                lower[start:stop] = corrected[rows] - self.tolerance
+                upper[start:stop] = corrected[rows] + self.tolerance
+            start = stop
+        return a, lower, upper
