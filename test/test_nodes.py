@@ -390,6 +390,31 @@ def test_wearable_loops_with_increasing_stamps(h):
 
 
 # --------------------------------------------------------------------------- robot model
+def test_ik_diagnostics_count_the_matched_readers_of_its_output(h):
+    """``output_subscribers``: the readers ik_node's joint-state writer matched (what a runner waits for
+    before it starts a source, so that no output goes out before its consumers can receive it)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import JointState
+
+    solver = h.add(ik())
+    diagnostics = h.collect(DiagnosticArray, "/diagnostics")
+    assert ok(solver.trigger_configure()) and ok(solver.trigger_activate())
+
+    def readers() -> int | None:
+        for msg in reversed(diagnostics):
+            for status in msg.status:
+                if status.name.endswith(": dynamical IK"):
+                    values = {kv.key: kv.value for kv in status.values}
+                    return int(values["output_subscribers"])
+        return None
+
+    assert h.spin_until(lambda: readers() is not None)
+    before = readers()
+    h.collect(JointState, "/dynik/joint_states")
+    h.collect(JointState, "/dynik/joint_states")
+    assert h.spin_until(lambda: readers() == before + 2), (before, readers())
+
+
 def test_ik_node_retargets_to_the_g1(h, samples):
     from sensor_msgs.msg import JointState, MultiDOFJointState
 

@@ -70,6 +70,25 @@ def test_per_node_processes_command_what_one_process_commands(tmp_path):
     assert runs["per-node"]["mnte"] == runs["single"]["mnte"]
 
 
+@pytest.mark.parametrize(
+    ("offline", "out_dir", "expected"),
+    [(True, "out", 4), (True, None, 3), (False, "out", 3), (False, None, 2)],
+)
+def test_the_source_starts_once_the_ik_writer_matched_every_reader_of_its_output(offline, out_dir, expected):
+    """A reliable, volatile writer never sends a reader what it published before it matched it: with the
+    source and the IK in one process (matched at once) and the bridge apart, a bridge discovered late missed
+    all 60 commands of a run under load. The runner now waits for ik_node's own count of matched readers
+    (its /diagnostics ``output_subscribers``): the bridge, the offline source's acknowledgement, the
+    recorder, its end watcher."""
+    from dynik_ros.cli.run import load_pipeline
+    from dynik_ros.cli.run_processes import MultiProcessRunner
+
+    pipeline = load_pipeline("g1_retargeting")
+    runner = MultiProcessRunner(pipeline, "source-ik+bridge", out_dir, offline, quiet=True)
+    runner._prepare_parameters()
+    assert runner._ik_output_readers() == expected
+
+
 def test_source_and_ik_together_with_the_bridge_apart(tmp_path):
     from dynik_ros.cli.run import run_pipeline
 

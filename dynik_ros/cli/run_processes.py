@@ -29,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -53,6 +53,9 @@ PROCESS_LAYOUTS = ("single", "per-node", "source-ik+bridge")
 wearable_node, ik_node (and mocap_node) in one process, every other node (bridge, sim) in its own."""
 SOURCE_AND_IK = ("wearable_node", "ik_node", "mocap_node")
 LINK_STATE_CONSUMERS = ("ik_node",)  # executables subscribing to /human/link_states
+IK_OUTPUT_TOPIC = "/dynik/joint_states"
+IK_STATUS_SUFFIX = ": dynamical IK"  # ik_node's /diagnostics status name is "<node>: dynamical IK"
+SOURCES = ("wearable_node",)  # activated last, once the IK's readers are matched
 STOP_TIMEOUT = 60.0  # [s] a child still running this long after SIGINT is killed
 START_TIMEOUT = 120.0  # [s] for a child's lifecycle services to answer (imports, DDS discovery)
 
@@ -185,6 +188,25 @@ class MultiProcessRunner(PipelineRunner):
     def _records(self) -> bool:
         return self.out_dir is not None and bool(self.pipeline.record)
 
+    def _ik_output_readers(self) -> int:
+        """Readers of ``/dynik/joint_states`` the pipeline makes: bridges, the offline source's
+        acknowledgement, lockstep sims, the recorder and this runner's end watcher. Every one must be matched
+        by the IK's writer before the first sample: a reliable, volatile writer never sends a reader what it
+        published before it matched it (a bridge in another process discovered late missed every command of
+        a 1 s run under load)."""
+        topic = IK_OUTPUT_TOPIC
+        readers = 1  # _EndWatcher
+        readers += int(self._records() and topic in self.pipeline.record)
+        for entry in self.pipeline.nodes:
+            p = entry.parameters
+            if entry.executable == "bridge_node":
+                readers += _absolute(str(p.get("input_topic", topic))) == topic
+            elif entry.executable == "wearable_node" and not p.get("realtime", True):
+                readers += _absolute(str(p.get("ack_topic", topic))) == topic
+            elif entry.executable == "sim_node" and p.get("lockstep_topic"):
+                readers += _absolute(str(p["lockstep_topic"])) == topic
+        return readers
+
     def _record_topics(self) -> list[tuple[str, type, bool]]:
         topics = []
         for topic in self.pipeline.record:
@@ -262,7 +284,10 @@ class MultiProcessRunner(PipelineRunner):
                 recorder = self._start_recorder_on(node)
                 self._wait_for_publishers(node, executor, [t for t, _, _ in self._record_topics()])
             watcher = _EndWatcher(node, self._wearable_name(), self._command_topics())
-            self._drive(clients, "activate")
+            sources = {e.name for e in self.pipeline.nodes if e.executable in SOURCES}
+            self._drive(clients, "activate", skip=sources)
+            self._wait_for_ik_readers(executor, watcher)
+            self._drive(clients, "activate", only=sources)
             self.log(f"  every node active ({len(self.children)} processes)")
             loop_start = time.monotonic()
             timed_out = not self._spin_until_done(executor, watcher)
@@ -307,11 +332,20 @@ class MultiProcessRunner(PipelineRunner):
 
         return {e.name: LifecycleClient(node, executor, e.name) for e in self.pipeline.nodes}
 
-    def _drive(self, clients: Mapping[str, Any], transition: str) -> None:
-        """``transition`` for every node in the pipeline's order; a refusal names the node and its log."""
+    def _drive(
+        self,
+        clients: Mapping[str, Any],
+        transition: str,
+        skip: Collection[str] = (),
+        only: Collection[str] | None = None,
+    ) -> None:
+        """``transition`` for every node in the pipeline's order (but ``skip``; or ``only`` those); a
+        refusal names the node and its log."""
         from dynik_ros.nodes.lifecycle_client import LifecycleError
 
         for entry in self.pipeline.nodes:
+            if entry.name in skip or (only is not None and entry.name not in only):
+                continue
             self._check_alive()
             child = self._child_of(entry.name)
             try:
@@ -345,6 +379,22 @@ class MultiProcessRunner(PipelineRunner):
             if time.monotonic() > deadline:
                 missing = sorted(s.topic_name for s in subs if s.get_publisher_count() < 1)
                 raise PipelineError(f"no publisher matched for {missing} after {START_TIMEOUT:g} s")
+            executor.spin_once(timeout_sec=0.05)
+
+    def _wait_for_ik_readers(self, executor: Any, watcher: _EndWatcher) -> None:
+        """Until every active ik_node reports (its /diagnostics ``output_subscribers``) that its writer
+        matched the pipeline's readers of its output; after ``START_TIMEOUT`` the run goes on with a
+        notice (a reader this runner does not know of must not block it)."""
+        iks = [e.name for e in self.pipeline.nodes if e.executable == "ik_node"]
+        expected = self._ik_output_readers()
+        deadline = time.monotonic() + START_TIMEOUT
+        while not all(watcher.ik_readers.get(name, -1) >= expected for name in iks):
+            self._check_alive()
+            self._check_interrupt()
+            if time.monotonic() > deadline:
+                seen = {name: watcher.ik_readers.get(name) for name in iks}
+                self.log(f"  notice: {IK_OUTPUT_TOPIC} readers matched {seen}, expected {expected}; going on")
+                return
             executor.spin_once(timeout_sec=0.05)
 
     def _spin_until_done(self, executor: Any, watcher: _EndWatcher) -> bool:
@@ -440,6 +490,7 @@ class _EndWatcher:
         self.commands = 0  # bridge commands seen (on every bridge's topic)
         self.command_at = 0.0
         self.watches_commands = bool(command_topics)
+        self.ik_readers: dict[str, int] = {}  # ik_node name -> readers its output writer matched
         for topic, kind in command_topics:
             node.create_subscription(kind, topic, self._on_command, COMMAND_QOS)
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
@@ -454,6 +505,11 @@ class _EndWatcher:
         for status in msg.status:
             if status.name == self.status_name and status.message == "finished" and self.finished_at is None:
                 self.finished_at = time.monotonic()
+            elif status.name.endswith(IK_STATUS_SUFFIX):
+                node = status.name[: -len(IK_STATUS_SUFFIX)]
+                for kv in status.values:
+                    if kv.key == "output_subscribers":
+                        self.ik_readers[node] = int(kv.value)
 
     def _on_input(self, msg: Any) -> None:
         self.last_input = max(self.last_input or -1, self._stamp(msg))

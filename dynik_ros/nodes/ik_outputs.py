@@ -105,6 +105,8 @@ class IKOutputs:
             "rebased": self.rebased,
             "returned": self.returned,
             "rejected_total": self.rejections.total,
+            # readers the joint-state writer has matched: a runner waits on it before starting a source
+            "output_subscribers": self._pub_js.get_subscription_count() if self._pub_js is not None else 0,
         }
         values.update({f"rejected_{k}": v for k, v in self.rejections.counts.items()})
         if self.params["use_base_odom"]:
