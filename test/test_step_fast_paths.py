@@ -76,9 +76,7 @@ def _random_measurements(rng: np.random.Generator, n_p: int, n_o: int) -> Measur
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the full checks on 1e308 entries overflow
 def test_validate_fast_path_gives_the_verdicts_of_the_full_checks(n_p, n_o):
     frames = [f"f{i}" for i in range(max(n_p, n_o))]
-    targets = TargetSet(
-        [FrameTarget(f, position=i < n_p, orientation=i < n_o) for i, f in enumerate(frames)]
-    )
+    targets = TargetSet([FrameTarget(f, position=i < n_p, orientation=i < n_o) for i, f in enumerate(frames)])
     rng = np.random.default_rng(n_p * 100 + n_o)
     verdicts = {"ok": 0, "refused": 0}
     for _ in range(1500):
@@ -106,3 +104,60 @@ def test_quaternion_of_one_matrix_is_the_vectorised_formula():
             r.reshape(-1)[i] = bad
             with pytest.raises(ValueError, match="non-finite"):
                 _quaternion_of_one(r)
+
+
+def test_decoded_link_states_pass_every_check_the_ik_would_make_again():
+    """ik_node steps its decoded link states with ``checked=True``: whatever the decoder accepts (quaternion
+    norms within QUATERNION_NORM_TOLERANCE, finite values) passes Measurements.validate, and the rest is
+    refused by the decoder itself; so skipping the IK's own check changes no verdict."""
+    from dynik_ros.nodes.cdr_writer import LinkStatesWriter
+    from dynik_ros.nodes.conversions import QUATERNION_NORM_TOLERANCE, LinkStatesDecoder, MessageRejected
+
+    rng = np.random.default_rng(11)
+    n = 23
+    names = [f"L{i}" for i in range(n)]
+    targets = TargetSet([FrameTarget(name, position=i == 0) for i, name in enumerate(names)])
+    writer, decoder = LinkStatesWriter(names, "world"), LinkStatesDecoder()
+    accepted = refused = 0
+    for k in range(400):
+        quaternions = rng.normal(size=(n, 4)) * rng.choice([1.0, 1e-150, 1e150])
+        quaternions /= np.linalg.norm(quaternions, axis=1, keepdims=True)
+        # norms at unit length, just inside the tolerance, or spread across it (then mostly refused)
+        spread = (0.0, 0.999, 1.5)[k % 3]
+        quaternions *= 1.0 + rng.uniform(-spread, spread, size=(n, 1)) * QUATERNION_NORM_TOLERANCE
+        positions, linear, angular = rng.normal(size=(3, n, 3))
+        if k % 7 == 0:
+            (positions, linear, angular)[k % 3][rng.integers(n), rng.integers(3)] = rng.choice(
+                [np.nan, np.inf]
+            )
+        try:
+            links = decoder.decode(writer.serialize(k + 1, positions, quaternions, linear, angular))
+        except MessageRejected:
+            refused += 1
+            continue
+        m = Measurements(
+            links.positions[:1], links.rotations, links.linear_velocities[:1], links.angular_velocities
+        )
+        m.validate(targets, 1e-12)  # passes even at a tolerance 1e9 times tighter than the IK's
+        accepted += 1
+    assert accepted > 100 and refused > 100
+
+
+def test_checked_steps_are_the_validated_steps():
+    """``DynamicalIK.step(..., checked=True)`` only skips the check: the same q, v bit for bit."""
+    import warnings
+
+    from dynik_ros.bench.setups import load_case
+    from dynik_ros.core.dynamical_ik import DynamicalIK
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        case = load_case("human66", "running", 1.0, 240.0)
+    plain = DynamicalIK(case.robot, case.targets, q0=case.q0)
+    checked = DynamicalIK(case.robot, case.targets, q0=case.q0)
+    for m in case.measurements:
+        q1, v1 = plain.step(m, 1 / 240)
+        q2, v2 = checked.step(m, 1 / 240, checked=True)
+        assert np.array_equal(q1, q2) and np.array_equal(v1, v2)
+    with pytest.raises(InvalidMeasurementError):  # unchecked steps still refuse
+        checked.step(Measurements(m.positions * np.nan, m.rotations), 1 / 240)

@@ -406,15 +406,21 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         return restart if restart.any() else np.ones(self.robot.n_joints, dtype=bool)
 
     # ----------------------------------------------------------------- the step
-    def step(self, measurements: Measurements, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    def step(
+        self, measurements: Measurements, dt: float, checked: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Advance by ``dt`` seconds towards ``measurements``; returns ``(q, v)`` (pinocchio layout).
 
         Invalid input (``dt`` not positive and finite, NaN, wrong shapes, non-rotations) raises
-        ``ValueError`` before any state changes.
+        ``ValueError`` before any state changes. ``checked``: the caller guarantees what
+        :meth:`Measurements.validate` checks (the targets' shapes, finite values, rotations within
+        ``rotation_tolerance``: e.g. ik_node's decoded link states, rotations made from unit quaternions),
+        and the check is skipped.
         """
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"dt must be positive and finite, got {dt}")
-        measurements.validate(self.targets, self.config.rotation_tolerance)
+        if not checked:
+            measurements.validate(self.targets, self.config.rotation_tolerance)
         start = time.perf_counter()
         self._fell_back = False
         self._plan_integration(dt)

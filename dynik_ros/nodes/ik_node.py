@@ -361,7 +361,8 @@ class IKNode(
                 )
                 self._rebase_world()
         try:
-            measurements = self._with_base_feed_forward(self._measurements(links), links)
+            decoded = self._measurements(links)
+            measurements = self._with_base_feed_forward(decoded, links)
             if self._last_ns is None:
                 self._initialize(links)
                 q, v = self.ik.q, np.zeros(self.robot.nv)
@@ -374,7 +375,11 @@ class IKNode(
                     self.ik.rebase(measurements, dt)
                     self._rebase_pending = False
                 self._apply_base_odom(stamp - int(round(dt * 1e9)))  # the step integrates from there
-                q, v = self.ik.step(measurements, dt)
+                # rows of the decoded links as they are (no retargeter, no base feed-forward): the decoder
+                # checked them finite and made the rotations from unit quaternions (orthonormal to 1e-15,
+                # det +1), all that DynamicalIK would check again (tested in test_step_fast_paths.py)
+                checked = self.retargeter is None and measurements is decoded
+                q, v = self.ik.step(measurements, dt, checked=checked)
                 self.steps += 1
                 self.solve_times.append(self.ik.info.solve_time)
                 self.last_qp_status = self.ik.info.status
