@@ -61,7 +61,7 @@ def com_shift(retargeter, flags: np.ndarray, start: int, seconds: float = 3.0) -
     return np.array(q)
 
 
-def planted(factors: list[float], kp_scale: float, contact: float) -> int:
+def planted(factors: list[float], kp_scale: float, contact: float, kv_scale: float = 1.0) -> int:
     """The planted walk retargeted onto the G1 with balance, played open loop at each slow-down."""
     from dynik_ros.motion.planted_walk import PlantedWalkSpec, planted_walk
     from dynik_ros.retarget.retargeter import Retargeter
@@ -79,14 +79,17 @@ def planted(factors: list[float], kp_scale: float, contact: float) -> int:
     q = np.asarray(retargeter.run(motion.times, measurements, settle=1.0, contacts=flags).q)
     print(
         f"planted walk: {spec.steps} steps, {len(motion.times)} samples at 100 Hz, samples without a foot in "
-        f"contact: {none}; sim: kp_scale {kp_scale:g}, contact time constant {contact:g} s"
+        f"contact: {none}; sim: kp_scale {kp_scale:g}, kv_scale {kv_scale:g}, "
+        f"contact time constant {contact:g} s"
     )
     print(
         f"  {'slower':>6} {'result':<28} {'min height':>10} {'max tilt':>8} {'|tilt - plan|':>13} "
         f"{'walked':>13}"
     )
     for factor in factors:
-        config = SimConfig(base_mode="free", kp_scale=kp_scale, contact_time_constant=contact)
+        config = SimConfig(
+            base_mode="free", kp_scale=kp_scale, kv_scale=kv_scale, contact_time_constant=contact
+        )
         sim = Simulator.from_robot("g1", config)
         f = play(sim, retargeter.robot.joint_names, motion.times, q, time_scale=factor)
         result = "stands" if f.fell_at is None else f"falls at sample {f.fell_sample} ({f.fell_at:.1f} s)"
@@ -111,9 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold", action="store_true", help="only shift the CoM over the stance foot, hold")
     parser.add_argument("--planted", action="store_true", help="the planted walk, open loop (docstring)")
     parser.add_argument("--contact", type=float, default=0.02, help="ground contact time constant [s]")
+    parser.add_argument("--kv-scale", type=float, default=1.0, help="servo damping scale (SimConfig)")
     args = parser.parse_args(argv)
     if args.planted:
-        return planted(args.slow, args.kp_scale, args.contact)
+        return planted(args.slow, args.kp_scale, args.contact, args.kv_scale)
     args.slow = args.slow[0]
     from dynik_ros.retarget.human import synthetic_human_motion
     from dynik_ros.retarget.retargeter import Retargeter

@@ -102,3 +102,17 @@ def test_contact_time_constant_below_two_physics_steps_is_refused():
         SimConfig(contact_time_constant=0.0015).validate()
     with pytest.raises(ValueError, match="contact_time_constant"):
         SimConfig(contact_time_constant=float("nan")).validate()
+
+
+def test_retarget_cli_plays_the_planted_walk_balanced(tmp_path):
+    """``dynik-retarget --motion planted_walk --balance``: as many steps as fit in --duration, every contact
+    sample of the written trajectory with the CoM >= 1 cm inside (the summary's balance line)."""
+    from dynik_ros.cli.retarget import main
+
+    out = tmp_path / "planted"
+    args = ["--robot", "g1", "--motion", "planted_walk", "--duration", "4.5", "--rate", "100", "--balance"]
+    assert main([*args, "--out", str(out), "--no-bag", "--no-plots", "--quiet"]) == 0
+    summary = (out / "summary.txt").read_text()
+    line = next(x for x in summary.splitlines() if x.startswith("balance:"))
+    assert "on 100.0 % of the 451 samples" in line  # 2 steps: 2 x 1 s standing + 2 x 1.25 s, 100 Hz
+    assert main([*args, "--heading", "30", "--out", str(out), "--no-bag", "--no-plots", "--quiet"]) == 2

@@ -1,7 +1,7 @@
 """``dynik-retarget``: retarget a human motion onto a humanoid robot offline with the dynamical IK.
 
 Input (one of):
-  --motion walking|running|tpose   synthetic human motion (Human66 forward kinematics), --duration, --rate
+  --motion walking|running|tpose|planted_walk   synthetic human motion (Human66), --duration, --rate
   --bag PATH                       rosbag2 with sensor_msgs/msg/MultiDOFJointState on /human/link_states
                                    (names = link names, transforms = world poses, twist = world velocities)
   --npz PATH                       motion file: times (N,), links (L,), positions (N,L,3), rotations
@@ -89,6 +89,7 @@ class ProgressBar:
 
 
 # ---------------------------------------------------------------------------- input
+PLANTED = "planted_walk"  # the slow walk with planted stance feet (motion/planted_walk.py)
 
 
 def synthetic_motion(
@@ -99,10 +100,24 @@ def synthetic_motion(
     height: float = 1.75,
     mass: float = 75.0,
 ) -> HumanMotion:
-    """A synthetic human motion (:func:`dynik_ros.retarget.human.synthetic_human_motion`)."""
+    """A synthetic human motion (:func:`dynik_ros.retarget.human.synthetic_human_motion`), or ``planted_walk``
+    (:mod:`dynik_ros.motion.planted_walk`: as many steps as fit in ``duration``, at least 2; facing +x)."""
     from dynik_ros.retarget.human import synthetic_human_motion
 
-    motion = synthetic_human_motion(scenario, duration, rate, heading_deg, height, mass)
+    if scenario == PLANTED:
+        from dataclasses import replace
+
+        from dynik_ros.motion.planted_walk import PlantedWalkSpec, planted_walk
+
+        if heading_deg:
+            raise ValueError("--heading is not available with --motion planted_walk (it walks along +x)")
+        spec = PlantedWalkSpec()
+        step = spec.double_support + spec.single_support
+        steps = max(2, int((duration - 2 * spec.stand) // step))
+        motion = planted_walk(replace(spec, steps=steps), rate, height, mass)
+        duration = motion.times[-1]
+    else:
+        motion = synthetic_human_motion(scenario, duration, rate, heading_deg, height, mass)
     return HumanMotion(
         name=scenario,
         times=motion.times,
@@ -168,7 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="capture file: Xsens .mvnx, .bvh, .npz (format detected from the content)",
     )
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--motion", choices=SCENARIOS, help="synthetic human motion (default: walking)")
+    source.add_argument(
+        "--motion", choices=(*SCENARIOS, PLANTED), help="synthetic human motion (default: walking)"
+    )
     source.add_argument("--bag", type=Path, help="rosbag2 with MultiDOFJointState link states")
     source.add_argument("--npz", type=Path, help="motion file (.npz)")
     parser.add_argument("--robot", default="g1", help="robot name or YAML map path (default: g1)")
