@@ -94,7 +94,8 @@ def test_source_and_ik_together_with_the_bridge_apart(tmp_path):
 
     m = run_pipeline("g1_retargeting", None, tmp_path, duration=1.0, quiet=True, processes="source-ik+bridge")
     assert m["process_count"] == 2 and m["processes"] == "source-ik+bridge"
-    assert m["samples_published"] == m["ik_received"] == m["fresh_commands"] == 60
+    counts = {key: m[key] for key in ("samples_published", "ik_received", "fresh_commands")}
+    assert counts == dict.fromkeys(counts, 60), counts  # which one fell short, if any
     assert m["solve_time_p50_ms"] > 0 and np.isfinite(m["mnte"])
 
 
