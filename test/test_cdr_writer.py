@@ -176,3 +176,42 @@ def test_wrench_stamped(frame):
         msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = wrench[:3].tolist()
         msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = wrench[3:].tolist()
         assert same(writer.serialize(stamp, wrench), msg)
+
+
+@pytest.mark.parametrize("frames", [("world", "pelvis"), ("", ""), ("odom", "torso_link_long_name")])
+def test_tf_message(frames):
+    """ik_node's /tf. tf2_msgs has no PyPI wheel (rclpy cannot build the message here), so the reference is
+    rosbags' own CDR serializer of tf2_msgs/msg/TFMessage (the Kilted definitions it ships): our bytes
+    decode to the same values and equal its bytes (both write zeros in the padding)."""
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    types = store.types
+    Time, Header = types["builtin_interfaces/msg/Time"], types["std_msgs/msg/Header"]
+    Vector3, Quaternion = types["geometry_msgs/msg/Vector3"], types["geometry_msgs/msg/Quaternion"]
+    Transform, TransformStamped = (
+        types["geometry_msgs/msg/Transform"],
+        types["geometry_msgs/msg/TransformStamped"],
+    )
+    writer = cdr_writer.TFMessageWriter(*frames)
+    for stamp in STAMPS:
+        p, quat = RNG.normal(size=3), RNG.normal(size=4)
+        sec, nanosec = divmod(stamp, 1_000_000_000)
+        element = TransformStamped(
+            header=Header(stamp=Time(sec=sec, nanosec=nanosec), frame_id=frames[0]),
+            child_frame_id=frames[1],
+            transform=Transform(translation=Vector3(*p.tolist()), rotation=Quaternion(*quat.tolist())),
+        )
+        theirs = bytes(
+            store.serialize_cdr(
+                types["tf2_msgs/msg/TFMessage"](transforms=[element]), "tf2_msgs/msg/TFMessage"
+            )
+        )
+        ours = writer.serialize(stamp, p, quat)
+        assert ours == theirs
+        decoded = store.deserialize_cdr(ours, "tf2_msgs/msg/TFMessage").transforms
+        assert len(decoded) == 1 and decoded[0].child_frame_id == frames[1]
+        assert decoded[0].header.frame_id == frames[0] and decoded[0].header.stamp.sec == sec
+        t = decoded[0].transform
+        assert [t.translation.x, t.translation.y, t.translation.z] == p.tolist()
+        assert [t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w] == quat.tolist()

@@ -186,6 +186,26 @@ class OdometryWriter(TemplateMessage):
         return self.bytes()
 
 
+class TFMessageWriter(TemplateMessage):
+    """``tf2_msgs/TFMessage`` holding one ``geometry_msgs/TransformStamped`` between fixed frames:
+    translation, then rotation (x y z w)."""
+
+    def __init__(self, parent: str, child: str):
+        lay = CdrLayout()
+        lay.u32(1)  # transforms: one element
+        self._stamp = lay.stamp()
+        lay.string(parent)
+        lay.string(child)
+        self._transform = lay.f64(7)  # Vector3 translation, Quaternion rotation
+        super().__init__(lay)
+        self.transform = self.block(self._transform, 7)
+
+    def serialize(self, stamp_ns: int, position: np.ndarray, quaternion_xyzw: np.ndarray) -> bytes:
+        self.write_stamp(self._stamp, stamp_ns)
+        self.transform[:3], self.transform[3:] = position, quaternion_xyzw
+        return self.bytes()
+
+
 class LinkStatesWriter(TemplateMessage):
     """``sensor_msgs/MultiDOFJointState`` of fixed link names: transforms (translation, rotation x y z w)
     and, when ``twists``, world twists (linear, angular); no wrenches."""

@@ -15,7 +15,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
 from dynik_ros.core.quaternion import rotation_from_quaternion
-from dynik_ros.nodes.cdr_writer import publish_serialized
+from dynik_ros.nodes.cdr_writer import TFMessageWriter, publish_serialized
 from dynik_ros.nodes.common import RELIABLE_QOS, diagnostic_status, percentiles_ms
 from dynik_ros.nodes.conversions import joint_state_msg, odometry_msg, transform_stamped
 
@@ -45,10 +45,11 @@ class IKOutputs:
             return
         self._tf_type = TFMessage
         self._pub_tf = self.create_lifecycle_publisher(TFMessage, "/tf", RELIABLE_QOS)
+        self._tf_writer = TFMessageWriter(self.params["world_frame"], self.base_frame)
         self.tf_available = True
 
     def _publish_state(self, stamp: int, q: np.ndarray, v: np.ndarray) -> None:
-        """Joint states and base odometry serialized from templates (``cdr_writer``): no Python message
+        """Joint states, base odometry and /tf serialized from templates (``cdr_writer``): no Python message
         objects on the sample path."""
         nb = self.robot.base_dofs
         if self.robot.floating_base:  # q = (p, quaternion x y z w, s): no round trip through a matrix
@@ -72,10 +73,12 @@ class IKOutputs:
             now = self.get_clock().now().nanoseconds * 1e-9  # when the IK answered (sim time with /clock)
             self.base_log.append((stamp * 1e-9, *p.tolist(), *quaternion.tolist(), now))
         if self._pub_tf is not None:
-            rotation = rotation_from_quaternion(quaternion)
-            self._pub_tf.publish(
-                self._tf_type(transforms=[transform_stamped(stamp, world, self.base_frame, p, rotation)])
-            )
+            def message() -> Any:  # an rclpy without serialized publishing
+                rotation = rotation_from_quaternion(quaternion)
+                transform = transform_stamped(stamp, world, self.base_frame, p, rotation)
+                return self._tf_type(transforms=[transform])
+
+            publish_serialized(self._pub_tf, self._tf_writer.serialize(stamp, p, quaternion), message)
 
     def publish_diagnostics(self) -> None:
         """One DiagnosticArray: solve-time stats (last 500 steps), QP status, MNTE/RMSE (last 100
