@@ -275,21 +275,6 @@ def test_map_refuses_bad_input(walk66):
     assert np.all(np.isfinite(out.tau)) and np.all(np.isfinite(out.wrenches))
 
 
-def test_estimation_layer_is_ros_free():
-    import ast
-    from pathlib import Path
-
-    import dynik_ros.estimation as package
-
-    for path in Path(package.__file__).parent.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            if isinstance(node, ast.ImportFrom):
-                names = [node.module or ""]
-            assert not any(n.split(".")[0] in ("rclpy", "rosidl_runtime_py") for n in names), path.name
-            assert not any(n.startswith("dynik_ros.nodes") for n in names), path.name
-
-
 def test_map_with_the_torques_in_closed_form_is_the_full_map(walk66):
     """The estimator solves for (nu_dot, f) with the torques eliminated; the same MAP written out with all
     of d = (nu_dot, tau, f) (eq. A5-A7, 150 unknowns) gives the same estimate."""

@@ -187,7 +187,7 @@ class PipelineRunner:
         return metrics
 
     def _start_recorder(self, node: Any, nodes: Mapping[str, Any]) -> Any:
-        from dynik_ros.io.recorder import TopicRecorder
+        from dynik_ros.nodes.topic_recorder import TopicRecorder
 
         topics = []
         for topic in self.pipeline.record:

@@ -358,7 +358,7 @@ class MultiProcessRunner(PipelineRunner):
     def _start_recorder_on(self, node: Any) -> Any:
         from datetime import datetime
 
-        from dynik_ros.io.recorder import TopicRecorder
+        from dynik_ros.nodes.topic_recorder import TopicRecorder
 
         self.out_dir.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
