@@ -23,7 +23,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
-from fuzz_inputs import PERIOD_NS, RATE, WARMUP, baseline_threshold, clean_stretch
+from fuzz_inputs import PERIOD_NS, RATE, WARMUP, clean_stretch, warm_up_threshold
 from fuzz_rig import Probe, Rig, rejected
 
 from dynik_ros.testing.invariants import NS, RecoveryTracker
@@ -131,11 +131,7 @@ def fuzz_datagrams(
 
         started = time.perf_counter()
         warm = clean_run(WARMUP)
-        errors = probe.settle(rig, [s for s, _ in warm], outputs)
-        late = [
-            e for (s, _), e in zip(warm, errors, strict=True) if e is not None and s - warm[0][0] >= 1.5 * NS
-        ]
-        baseline, threshold = baseline_threshold(late)
+        baseline, threshold = warm_up_threshold(rig, probe, warm, outputs, time_of=0)
         tracker = RecoveryTracker(threshold)
         sent: Counter = Counter()
         lost: Counter = Counter()

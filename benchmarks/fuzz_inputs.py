@@ -69,6 +69,19 @@ def baseline_threshold(errors: list[float]) -> tuple[float, float]:
     return baseline, BASELINE_FACTOR * baseline + 1e-6
 
 
+def warm_up_threshold(
+    rig: Rig, probe: Probe, warm: list[tuple[int, int]], outputs: set[int], time_of: int
+) -> tuple[float, float]:
+    """``(baseline, threshold)`` of :func:`baseline_threshold` over the warm-up's clean samples ``warm``
+    (stamp sent first), once their IK outputs settled, leaving out the first 1.5 s (entry ``time_of`` of
+    each tuple is its message time)."""
+    errors = probe.settle(rig, [w[0] for w in warm], outputs)
+    start = warm[0][time_of]
+    return baseline_threshold(
+        [e for w, e in zip(warm, errors, strict=True) if e is not None and w[time_of] - start >= 1.5 * NS]
+    )
+
+
 # ----------------------------------------------------------------------------- link states
 def fuzz_link_states(
     mutated: int,
@@ -122,11 +135,7 @@ def fuzz_link_states(
 
         started = time.perf_counter()
         warm = clean_run(WARMUP)
-        errors = probe.settle(rig, [s for s, _ in warm], outputs)
-        late = [
-            e for (_, t), e in zip(warm, errors, strict=True) if e is not None and t - warm[0][1] >= 1.5 * NS
-        ]
-        baseline, threshold = baseline_threshold(late)
+        baseline, threshold = warm_up_threshold(rig, probe, warm, outputs, time_of=1)
         tracker = RecoveryTracker(threshold)
         if tamper is not None:
             tamper(ik, bridge)
