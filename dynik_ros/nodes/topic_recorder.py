@@ -59,11 +59,11 @@ class TopicRecorder:
         self._lock = threading.Lock()
         self._closed = False
         self.counts: dict[str, int] = {}
-        self._subscriptions = []
+        self._topic_subscriptions = []
         for topic, msg_class, best_effort in topics:
             msgtype = ros_type_name(msg_class)
             self.counts[topic] = 0
-            self._subscriptions.append(
+            self._topic_subscriptions.append(
                 node.create_subscription(
                     msg_class,
                     topic,
@@ -88,9 +88,9 @@ class TopicRecorder:
                 return self.path
             self._closed = True
             self._bag.close()
-        for sub in self._subscriptions:
+        for sub in self._topic_subscriptions:
             self.node.destroy_subscription(sub)
-        self._subscriptions = []
+        self._topic_subscriptions = []
         return self.path
 
     def __enter__(self) -> TopicRecorder:
