@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
 
 from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
+from dynik_ros.core.so3 import exp_so3, orientation_log_residual_world
 from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measurements, TargetSet
 from dynik_ros.retarget.calibration import Calibration, calibrate, check_calibration, yaw_alignment
 from dynik_ros.retarget.hinge_alignment import HingeAlignment, find_hinge
@@ -43,14 +43,14 @@ MAX_IK_STEP = 0.02
 
 def between(a: Measurements, b: Measurements, f: float) -> Measurements:
     """Targets a fraction ``f`` of the way from sample ``a`` to sample ``b``: positions and velocities
-    linearly, rotations along the geodesic ``R_a exp(f log(R_a^T R_b))``; the rest (CoM, supports) is
-    ``b``'s."""
+    linearly, rotations along the geodesic ``R_a exp(f log(R_a^T R_b)) = exp(f log(R_b R_a^T)) R_a``
+    (all links at once with the solver's own SO(3) maps); the rest (CoM, supports) is ``b``'s."""
 
     def lerp(x: np.ndarray | None, y: np.ndarray | None) -> np.ndarray | None:
         return None if x is None or y is None else x + f * (y - x)
 
-    pairs = zip(a.rotations, b.rotations, strict=True)
-    rotations = np.array([ra @ pin.exp3(f * pin.log3(ra.T @ rb)) for ra, rb in pairs])
+    ra = np.asarray(a.rotations, dtype=float)
+    rotations = exp_so3(f * orientation_log_residual_world(ra, b.rotations)) @ ra
     return replace(
         b,
         positions=lerp(a.positions, b.positions),
