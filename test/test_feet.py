@@ -4,6 +4,7 @@ on the written trajectory (retarget/foot_figures.py) checked against known motio
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pinocchio as pin
@@ -146,16 +147,78 @@ def test_a_human_foot_sliding_on_the_floor_ends_its_contacts_and_the_robot_foot_
     assert _contact_runs(kept[:, 0]) == [(0, len(kept))]
 
 
-def test_drift_off_leaves_the_stance_phases_of_a_walk_alone():
+def test_drift_off_and_pivot_off_leave_the_stance_phases_of_a_walk_alone():
     """The synthetic walk's stance feet travel ~65 mm (heel to toe, in and out of the speed thresholds),
-    below drift_off: the same contacts with the rule on and off."""
+    below drift_off, and keep their heading: the same contacts with the rules on and off."""
     from dynik_ros.cli.retarget import synthetic_motion
 
     rt = Retargeter.from_config("g1")
     walk = synthetic_motion("walking", 6.0, 100.0)
     _, on = _targets(rt, walk)
-    _, off = _targets(rt, walk, drift_off=0.0)
+    _, off = _targets(rt, walk, drift_off=0.0, pivot_off=0.0)
     np.testing.assert_array_equal(on >= 0, off >= 0)
+
+
+def _pivoting_left_foot(duration: float = 4.0, rate: float = 100.0, turn: float = math.pi / 2):
+    """A subject standing in T-pose who turns the left foot ``turn`` rad about the vertical through the ball
+    of the foot (the toe link, which stays put) at constant rate from 0.5 s to 3.5 s, the rest still: the
+    pivot of the CMU 131 takes, where a stance foot turns 20-160 deg while its ball stays down."""
+    from dynik_ros.cli.retarget import synthetic_motion
+
+    motion = synthetic_motion("tpose", duration, rate)
+    t = motion.times - motion.times[0]
+    angle = np.clip((t - 0.5) / 3.0, 0.0, 1.0) * turn
+    rate_z = np.where((t > 0.5) & (t < 3.5), turn / 3.0, 0.0)
+    p, r = motion.positions.copy(), motion.rotations.copy()
+    v, w = motion.linear_velocities.copy(), motion.angular_velocities.copy()
+    foot, toe = motion.links.index("LeftFoot"), motion.links.index("LeftToe")
+    ball = p[0, toe].copy()
+    for k, a in enumerate(angle):
+        rz = pin.rpy.rpyToMatrix(0.0, 0.0, float(a))
+        for i in (foot, toe):
+            lever = rz @ (p[0, i] - ball)
+            p[k, i] = ball + lever
+            r[k, i] = rz @ r[0, i]
+            w[k, i] = (0.0, 0.0, rate_z[k])
+            v[k, i] = np.cross(w[k, i], lever)
+    return dataclasses.replace(
+        motion, positions=p, rotations=r, linear_velocities=v, angular_velocities=w
+    ), angle
+
+
+def _foot_headings(retargeter: Retargeter, motion, **contact):
+    """Contact states and the left foot's orientation-target heading (rad) per sample."""
+    spec = dataclasses.replace(retargeter.config.contact, **contact)
+    retargeter.config = dataclasses.replace(retargeter.config, contact=spec)
+    retargeter.contact.spec = spec
+    retargeter.reset()
+    measurements, flags = retargeter.motion_measurements(motion)
+    row = [t.frame for t in retargeter.targets.orientation_targets].index(retargeter.config.feet[0].frame)
+    x = np.array([m.rotations[row][:, 0] for m in measurements])
+    return flags, np.unwrap(np.arctan2(x[:, 1], x[:, 0]))
+
+
+def test_a_human_foot_pivoting_on_its_ball_ends_its_contacts_and_the_robot_foot_turns_with_it():
+    """The human foot turns 90 deg about its ball (toe link still: the speed and drift rules see a foot at
+    rest): with pivot_off (20 deg by default) no contact lasts while the foot turns further than that, and the
+    held robot foot's heading ends within pivot_off of the human's; without it (the old rule) one contact
+    holds the landing heading, 90 deg off at the end."""
+    rt = Retargeter.from_config("g1")
+    motion, angle = _pivoting_left_foot()
+    flags, heading = _foot_headings(rt, motion)
+    runs = _contact_runs(flags[:, 0])
+    assert len(runs) >= 3
+    pivot = math.radians(rt.config.contact.pivot_off)
+    blend_samples = int(round(rt.config.contact.blend_time * 100.0))
+    for start, end in runs:  # the human foot turns no further than pivot_off (+ one sample) in a contact
+        flat = min(start + blend_samples, end - 1)
+        assert np.ptp(angle[flat:end]) <= pivot + (math.pi / 2) / 300.0 + 1e-9
+    assert _contact_runs(flags[:, 1]) == [(0, len(flags))]  # the still foot: one contact
+    human_turn = heading[0] + angle  # the human foot's heading (no levelling changes the yaw)
+    assert abs(heading[-1] - human_turn[-1]) < pivot
+    kept, held = _foot_headings(rt, motion, pivot_off=0.0)
+    assert _contact_runs(kept[:, 0]) == [(0, len(kept))]  # switched off: one held contact ...
+    assert abs(held[-1] - human_turn[-1]) > math.radians(85.0)  # ... at the landing heading
 
 
 @pytest.mark.parametrize("robot", ["g1", "icub"])

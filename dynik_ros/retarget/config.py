@@ -385,6 +385,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "flatten",
             "blend_time",
             "drift_off",
+            "pivot_off",
             "stance",
         ),
     )
@@ -399,6 +400,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         flatten=r.boolean(c.get("flatten", True), "contact.flatten"),
         blend_time=r.number(c.get("blend_time", 0.1), "contact.blend_time", minimum=0.0),
         drift_off=r.number(c.get("drift_off", 0.08), "contact.drift_off", minimum=0.0),
+        pivot_off=r.number(c.get("pivot_off", 20.0), "contact.pivot_off", minimum=0.0),
         stance=str(c.get("stance", "weighted")),
     )
     if contact.stance not in STANCES:

@@ -83,7 +83,9 @@ class ContactSpec:
     ``drift_off`` (m, human size): a contact also ends when every point of the human foot (foot and toe
     links) has slid that far horizontally from where it was once the touch-down blend was over: a sliding
     human foot (moonwalk, a slow drag) that no standing robot foot can follow; a new contact may start
-    ``release_time`` later, where the human foot is then. 0 switches it off.
+    ``release_time`` later, where the human foot is then. 0 switches it off. ``pivot_off`` (deg): the same
+    when the human foot's heading has turned that far about the vertical since then (a pivot on the heel
+    or the ball of the foot); 0 switches it off.
 
     ``stance``: ``weighted`` (the feet's targets are weighted rows like every other) or ``hard`` (while in
     contact a foot's targets are rows of the QP it must meet: :mod:`dynik_ros.core.stance_rows`)."""
@@ -98,6 +100,7 @@ class ContactSpec:
     flatten: bool = True
     blend_time: float = 0.1
     drift_off: float = 0.08
+    pivot_off: float = 20.0
     stance: str = "weighted"
 
 
@@ -247,6 +250,7 @@ class RetargetConfig:
             "flatten": c.flatten,
             "blend_time": c.blend_time,
             "drift_off": c.drift_off,
+            "pivot_off": c.pivot_off,
             "stance": c.stance,
         }
         limits: dict[str, Any] = {}

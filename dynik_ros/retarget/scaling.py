@@ -26,6 +26,13 @@ to the level rotation with the heading it landed with, ``R_flat = R_z(psi_land)`
 after touch-down and falling back after lift-off; its angular-velocity target is scaled by
 ``1 - alpha``. The heel that strikes first stays the pivot until the sole is flat, then the whole sole
 rests on the ground at the place it landed; the ankle takes up the human's roll within its limits.
+
+Footprints left (``contact.drift_off``, ``contact.pivot_off``): once the touch-down blend is over the human
+foot's footprint is its foot and toe links' horizontal positions and its heading ``psi_0``. The contact ends
+when every one of those links has moved ``drift_off`` away (a slide) or the heading has turned
+``|wrap(psi - psi_0)| > pivot_off`` (a pivot on the heel or the ball of the foot: the real CMU 131 takes turn
+a stance foot 20-160 deg); a held, level robot foot at the landing heading cannot follow either without
+slipping, so it lets go and may land again ``release_time`` later where and as the human foot then is.
 """
 
 from __future__ import annotations
@@ -39,6 +46,11 @@ import pinocchio as pin
 from dynik_ros.estimation.kinematic_contact import foot_speeds, next_contact, sole_heights
 from dynik_ros.retarget.calibration import Calibration
 from dynik_ros.retarget.config import ContactSpec, FootSpec, TargetSpec
+
+
+def _wrap(angle: float) -> float:
+    """``angle`` (rad) in ``[-pi, pi)``."""
+    return (angle + math.pi) % (2.0 * math.pi) - math.pi
 
 
 class PositionScaling:
@@ -134,6 +146,7 @@ class FootContact:
         self.level_at_release = [0.0] * n
         self.quiet_until = [-math.inf] * n  # after a drift release: no new contact before this time
         self.footprint = [np.zeros((len(g), 2)) for g in self.sensor_links]  # human foot links at touch-down
+        self.footprint_yaw = [0.0] * n  # the human foot's heading there (rad)
 
     def human_sole_heights(self, p: np.ndarray) -> np.ndarray:
         """Height of each human sole above the ground ``(N, n_feet)``: 0 when standing flat."""
@@ -183,6 +196,7 @@ class FootContact:
         tau = max(spec.release_time, 1e-9)
         h_list, s_list, t_list = heights.tolist(), speeds.tolist(), np.asarray(times, dtype=float).tolist()
         blend = max(spec.blend_time, 1e-9)
+        pivot_off = math.radians(spec.pivot_off)
         for f, row in enumerate(self.rows):
             sole = self.soles[f]
             for k in range(n):
@@ -190,13 +204,20 @@ class FootContact:
                 target = positions[k, row]
                 rate = velocities[k, row]
                 now = next_contact(self.in_contact[f], h, s, spec) and t >= self.quiet_until[f]
-                if now and self.in_contact[f] and spec.drift_off > 0.0:
-                    # every point of the human foot left its footprint (where it was once the touch-down
-                    # blend was over): it slides, and no standing robot foot can follow
+                if now and self.in_contact[f] and (spec.drift_off > 0.0 or spec.pivot_off > 0.0):
+                    # the human foot left its footprint (where it was once the touch-down blend was over):
+                    # every point of it slid drift_off, or it turned pivot_off about the vertical; no
+                    # standing robot foot can follow either (module docstring)
                     here = p[k, self.sensor_links[f], :2]
+                    heading = foot_rotations[k, f][:, 0]
+                    yaw = math.atan2(heading[1], heading[0])
                     if t - self.contact_at[f] <= spec.blend_time:
                         self.footprint[f] = here.copy()
-                    elif float(np.linalg.norm(here - self.footprint[f], axis=1).min()) > spec.drift_off:
+                        self.footprint_yaw[f] = yaw
+                    elif (
+                        spec.drift_off > 0.0
+                        and float(np.linalg.norm(here - self.footprint[f], axis=1).min()) > spec.drift_off
+                    ) or (spec.pivot_off > 0.0 and abs(_wrap(yaw - self.footprint_yaw[f])) > pivot_off):
                         now = False
                         self.quiet_until[f] = t + spec.release_time
                 if self.in_contact[f]:
@@ -212,6 +233,7 @@ class FootContact:
                     self.footprint[f] = p[k, self.sensor_links[f], :2].copy()
                     heading = foot_rotations[k, f][:, 0]
                     self.landing_yaw[f] = math.atan2(heading[1], heading[0])
+                    self.footprint_yaw[f] = self.landing_yaw[f]
                     delta = self.release_delta[f]
                     if delta is not None:  # landing again while the last release still fades
                         target += delta * math.exp(-(t - self.release_at[f]) / tau)
