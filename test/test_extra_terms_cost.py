@@ -199,3 +199,50 @@ def test_planar_com_cost_equals_the_full_three_row_product(g1):
     v = np.array([0.1, 0.0, 0.3]) + 5.0 * (target - objective.com)
     np.testing.assert_array_equal(hessian, jac.T @ weighted)
     np.testing.assert_array_equal(gradient, -(weighted.T @ v))
+
+
+def test_activity_check_without_square_roots_agrees_at_the_threshold(g1):
+    """The check compares squared speeds first and takes square roots only when a body may be above the
+    threshold: with the fastest body a few ulps below, at and above ``omega_t`` (the velocity scaled onto
+    it), ``any_active`` / ``last_active`` and the cost agree with the written-out ``sqrt(|omega|^2) >
+    omega_t`` count and the dense formula."""
+    robot, _, data = g1
+    threshold = 4.0
+    regs = Regularizers(robot, RegularizerConfig(0.01, velocity_weight=1.0, velocity_threshold=threshold))
+    rng = np.random.default_rng(12)
+    direction = rng.normal(size=robot.nv)
+    _, speeds = regs.body_speeds(data, direction)
+    seen = set()
+    for ulps in range(-4, 5):  # the fastest body's speed a few ulps around the threshold
+        m = (threshold / speeds.max() * (1.0 + ulps * 2.2e-16)) * direction
+        omegas = (regs.support * m) @ regs._angular.T
+        expected = int(np.count_nonzero(np.sqrt(np.einsum("ij,ij->i", omegas, omegas)) > threshold))
+        assert regs.any_active(data, m) == (expected > 0)
+        assert regs.last_active == expected
+        hessian, gradient = regs.cost(data, 1.0, np.zeros(robot.nv), m)
+        expected_h, expected_g = _dense_cost(regs, data, 1.0, np.zeros(robot.nv), m)
+        np.testing.assert_allclose(hessian, expected_h, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(gradient, expected_g, rtol=0, atol=1e-9)
+        seen.add(expected)
+    assert seen == {0, 1}  # both sides of the threshold were checked
+
+
+@pytest.mark.parametrize("speed", [0.5, 50.0 * (1 - 1e-12), 50.0, 50.0 * (1 + 1e-12), 1e3, 1e6])
+def test_com_target_velocity_capped_as_numpy_computes_it(g1, speed):
+    """``v*_com`` (built in Python floats) is numpy's ``v + K (c_ref - c)`` scaled down to ``max_speed``
+    by its norm, bit for bit, below, at and above the cap (50 m/s)."""
+    robot, q, data = g1
+    objective = ComObjective(robot, BalanceConfig(enabled=True, com_weight=(1.0, 2.0, 3.0)))
+    objective.observe(robot.model, data, None)
+    gain, direction = 5.0, np.array([0.6, -0.48, 0.64])
+    target = objective.com + speed / gain * direction
+    hessian, gradient = objective.cost(
+        robot.model, data, q[:3], target, np.array([1e-3, 0.0, -2e-3]), gain, 50.0
+    )
+    v = np.array([1e-3, 0.0, -2e-3]) + gain * (target - objective.com)
+    norm = np.sqrt(v @ v)
+    if norm > 50.0:
+        v *= 50.0 / norm
+    weighted = objective._jacobian * (np.array([1.0, 2.0, 3.0]) ** 2)[:, None]
+    np.testing.assert_array_equal(gradient, -(weighted.T @ v))
+    np.testing.assert_array_equal(hessian, objective._jacobian.T @ weighted)

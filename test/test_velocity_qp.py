@@ -43,3 +43,49 @@ def test_active_bounds_go_to_osqp_and_are_respected():
     # the next unconstrained step takes the shortcut again
     again = qp.solve(jac, target, weights, np.full(6, -1e3), np.full(6, 1e3))
     assert again.status == "solved (no active constraint)"
+
+
+def test_resolve_equals_a_full_solve_with_the_same_task():
+    """``resolve`` (the sequential QP's re-solve: the task's ``P`` and ``q`` kept from the last ``solve``)
+    gives what a full ``solve`` with the same ``J``, ``v*``, weights and regularization gives, bit for bit,
+    with another extra cost, other bounds and dynamic rows, with and without an expansion, on the shortcut
+    and on OSQP; it leaves the kept task cost untouched for a further re-solve."""
+    jac, target, weights, c = make_problem(2)
+    rng = np.random.default_rng(4)
+    expansion = np.zeros((8, 7))
+    expansion[:7, :7] = np.eye(7)
+    expansion[7, 6] = -1.0  # the last joint mimics the one before
+    regularization = (rng.random(8), rng.normal(size=8))
+    wide, tight = np.full(6, 1e3), np.full(6, 0.05)
+    statuses = set()
+    for e in (None, expansion):
+        kwargs = {"settings": QPSettings(eps_abs=1e-9, eps_rel=1e-9), "dense_cost": True, "dynamic_rows": 2}
+        full, kept = (
+            VelocityQP(jac != 0, c, expansion=e, **kwargs),
+            VelocityQP(jac != 0, c, expansion=e, **kwargs),
+        )
+        first = rng.normal(size=(8, 8))
+        first = (first @ first.T, rng.normal(size=8))
+        for qp in (full, kept):  # the same history: OSQP's warm start is part of the state
+            qp.solve(jac, target, weights, -wide, wide, regularization, first)
+        for bound in (wide, tight, wide):
+            root = rng.normal(size=(8, 8))
+            extra = (root @ root.T, rng.normal(size=8))
+            dynamic = (rng.normal(size=(2, 8)), np.full(2, -1e30), rng.random(2))
+            a = full.solve(jac, target, weights, -bound, bound, regularization, extra, dynamic)
+            b = kept.resolve(-bound, bound, extra, dynamic)
+            assert a.status == b.status and a.iterations == b.iterations
+            np.testing.assert_array_equal(a.nu, b.nu)
+            statuses.add(a.status)
+    assert statuses == {"solved", "solved (no active constraint)"}  # both paths were compared
+
+
+def test_resolve_before_any_solve_is_refused():
+    jac, _, _, c = make_problem()
+    qp = VelocityQP(jac != 0, c)
+    try:
+        qp.resolve(np.full(6, -1.0), np.full(6, 1.0))
+    except RuntimeError as error:
+        assert "before any solve" in str(error)
+    else:
+        raise AssertionError("resolve without a solve must raise")

@@ -46,12 +46,26 @@ def main(argv: list[str] | None = None) -> int:
         help="only the cost per step of the second seed's objectives (CoM, support, regularizers) vs the "
         "plain step, and the singularity case (bench/objectives.py); --quick runs it too, shorter",
     )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="--objectives: replays of the walk in the one run (default 5; --quick 1); ratios per replay too",
+    )
     args = parser.parse_args(argv)
+    if args.repeats is not None and args.repeats < 1:
+        parser.error("--repeats must be >= 1")
     if args.objectives or args.quick:
-        from dynik_ros.bench.objectives import format_costs, singularity_table, step_costs
+        from dynik_ros.bench.objectives import format_costs, singularity_table, step_costs, target_line
 
-        print("objectives: CPU time per step on the G1 walk at 240 Hz, variants interleaved in one run")
-        print(format_costs(step_costs(duration=1.5 if args.quick else 6.0, rate=240.0)))
+        repeats = args.repeats or (1 if args.quick else 5)
+        print(
+            f"objectives: CPU time per step on the G1 walk at 240 Hz, variants interleaved in one run, "
+            f"{repeats} replay(s)"
+        )
+        costs = step_costs(duration=1.5 if args.quick else 6.0, rate=240.0, repeats=repeats)
+        print(format_costs(costs))
+        print(target_line(costs))
         print("singularity (pan-tilt shoulder passing 5 mm from its singular pose, 240 Hz):")
         print(singularity_table())
         if args.objectives:

@@ -87,8 +87,10 @@ def objective_variants() -> dict[str, tuple[DynamicalIKConfig, Extend]]:
 
 @dataclass(frozen=True)
 class StepCost:
-    """CPU time per step of one variant: p50 and mean [us], their ratios to the plain step, and how many
-    steps also stepped the branch-recovery shadow."""
+    """CPU time per step of one variant over all repeats: p50 and mean [us] and their ratios to the plain
+    step; the same two ratios of every repeat alone (each repeat replays the walk from the start, all
+    variants interleaved, so a repeat's ratios compare steps run at the same moments); how many steps also
+    stepped the branch-recovery shadow."""
 
     name: str
     p50: float
@@ -97,11 +99,37 @@ class StepCost:
     mean_ratio: float
     shadow_steps: int
     steps: int
+    p50_ratios: tuple[float, ...] = ()
+    mean_ratios: tuple[float, ...] = ()
+
+
+def cost_rows(times: dict[str, list[list[float]]], shadow: dict[str, int]) -> list[StepCost]:
+    """:class:`StepCost` of every variant from its step times per repeat (seconds; ``"plain"`` the base)."""
+    base = times["plain"]
+    rows = []
+    for name, runs in times.items():
+        pooled = np.concatenate(runs)
+        plain = np.concatenate(base)
+        rows.append(
+            StepCost(
+                name,
+                1e6 * float(np.median(pooled)),
+                1e6 * float(np.mean(pooled)),
+                float(np.median(pooled) / np.median(plain)),
+                float(np.mean(pooled) / np.mean(plain)),
+                shadow[name],
+                len(pooled),
+                tuple(float(np.median(t) / np.median(b)) for t, b in zip(runs, base, strict=True)),
+                tuple(float(np.mean(t) / np.mean(b)) for t, b in zip(runs, base, strict=True)),
+            )
+        )
+    return rows
 
 
 def step_costs(duration: float = 4.0, rate: float = 240.0, repeats: int = 1) -> list[StepCost]:
     """CPU time per step of every variant on the synthetic walk retargeted to G1 at ``rate`` Hz (the
-    retargeter's targets and foot contacts), variants interleaved sample by sample."""
+    retargeter's targets and foot contacts), variants interleaved sample by sample, the walk replayed
+    ``repeats`` times (each solver reset to the start)."""
     from dynik_ros.retarget.human import synthetic_human_motion
     from dynik_ros.retarget.retargeter import Retargeter
 
@@ -116,33 +144,22 @@ def step_costs(duration: float = 4.0, rate: float = 240.0, repeats: int = 1) -> 
         name: [extend(m, f) for m, f in zip(measurements, flags, strict=True)]
         for name, (_, extend) in variants.items()
     }
-    times: dict[str, list[float]] = {name: [] for name in variants}
+    times: dict[str, list[list[float]]] = {name: [] for name in variants}
     shadow = dict.fromkeys(variants, 0)
     dt = 1.0 / rate
     clock = time.thread_time
     for _ in range(repeats):
-        for ik in solvers.values():
+        for name, ik in solvers.items():
             ik.reset(q0)
+            times[name].append([])
         for k in range(len(measurements)):
             for name, ik in solvers.items():
                 running = ik.recovery.state != ik.recovery.IDLE
                 start = clock()
                 ik.step(samples[name][k], dt)
-                times[name].append(clock() - start)
+                times[name][-1].append(clock() - start)
                 shadow[name] += running or ik.recovery.state != ik.recovery.IDLE
-    base_p50, base_mean = float(np.median(times["plain"])), float(np.mean(times["plain"]))
-    return [
-        StepCost(
-            name,
-            1e6 * float(np.median(t)),
-            1e6 * float(np.mean(t)),
-            float(np.median(t)) / base_p50,
-            float(np.mean(t)) / base_mean,
-            shadow[name],
-            len(t),
-        )
-        for name, t in times.items()
-    ]
+    return cost_rows(times, shadow)
 
 
 def singularity_table(weight: float = 1.0, threshold: float = 4.0) -> str:
@@ -161,13 +178,38 @@ def singularity_table(weight: float = 1.0, threshold: float = 4.0) -> str:
 
 
 def format_costs(rows: list[StepCost]) -> str:
+    """The table; with several repeats each ratio also gets its range over the repeats."""
+    ranged = any(len(r.p50_ratios) > 1 for r in rows)
+
+    def ratio(pooled: float, each: tuple[float, ...]) -> str:
+        return f"{pooled:5.2f} ({min(each):.2f}-{max(each):.2f})" if ranged else f"{pooled:8.2f}"
+
+    width = 17 if ranged else 8
     lines = [
-        f"  {'variant':<22} {'p50 [us]':>9} {'x plain':>8} {'mean [us]':>10} {'x plain':>8}"
+        f"  {'variant':<22} {'p50 [us]':>9} {'x plain':>{width}} {'mean [us]':>10} {'x plain':>{width}}"
         f" {'shadow steps':>13}"
     ]
     lines += [
-        f"  {r.name:<22} {r.p50:9.0f} {r.p50_ratio:8.2f} {r.mean:10.0f} {r.mean_ratio:8.2f} "
-        f"{r.shadow_steps:6d} / {r.steps}"
+        f"  {r.name:<22} {r.p50:9.0f} {ratio(r.p50_ratio, r.p50_ratios):>{width}} {r.mean:10.0f} "
+        f"{ratio(r.mean_ratio, r.mean_ratios):>{width}} {r.shadow_steps:6d} / {r.steps}"
         for r in rows
     ]
+    if ranged:
+        repeats = len(rows[0].p50_ratios)
+        lines.append(
+            f"  (x plain: the {repeats} repeats pooled, then the lowest-highest of each repeat alone)"
+        )
     return "\n".join(lines)
+
+
+def target_line(rows: list[StepCost], name: str = "com+regularizers", target: float = 1.3) -> str:
+    """Issue 12's step-time target (CoM + both regularizers <= 1.3x the plain step), p50 and mean."""
+    row = next(r for r in rows if r.name == name)
+    verdicts = []
+    for label, pooled, each in (
+        ("p50", row.p50_ratio, row.p50_ratios),
+        ("mean", row.mean_ratio, row.mean_ratios),
+    ):
+        met = sum(x <= target for x in each)
+        verdicts.append(f"{label} {pooled:.2f}x ({met} of {len(each)} repeats <= {target}x)")
+    return f"  target {name} <= {target}x plain: " + ", ".join(verdicts)

@@ -144,8 +144,9 @@ class ComObjective:
         self.robot = robot
         self.config = config
         self.weights = np.asarray(config.com_weight, dtype=float)
-        self._squared_weights = (self.weights**2)[:, None]
-        self._planar = bool(self.weights[2] == 0.0)
+        self._planar = bool(self.weights[2] == 0.0)  # no vertical row (the default): its products are zeros
+        self._n_com_rows = 2 if self._planar else 3
+        self._squared_weights = (self.weights**2)[: self._n_com_rows, None]
         self._frames = [robot.frame_id(s.frame) for s in config.support]
         self._points = [np.asarray(s.points, dtype=float) for s in config.support]
         self.n_rows = sum(len(p) for p in self._points) if config.hard_support else 0
@@ -156,6 +157,7 @@ class ComObjective:
         self._jacobian = np.zeros((3, robot.nv))
         if robot.floating_base:
             self._jacobian[:, :3] = np.eye(3)
+        self._cost_rows = self._jacobian[: self._n_com_rows]  # a view: the rows the cost uses
 
     @property
     def imposes_support(self) -> bool:
@@ -197,9 +199,9 @@ class ComObjective:
         jac = self._jacobian
         nb = self.robot.base_dofs
         jac[:, nb:] = j_pin[:, nb:]
-        if nb:
+        if nb:  # -S(c - p_B); its diagonal stays 0
             dx, dy, dz = (self.com_predicted - base_position).tolist()
-            jac[:, 3:6] = ((0.0, dz, -dy), (-dz, 0.0, dx), (dy, -dx, 0.0))
+            jac[0, 4], jac[0, 5], jac[1, 3], jac[1, 5], jac[2, 3], jac[2, 4] = dz, -dy, -dz, dx, dy, -dx
 
     def cost(
         self,
@@ -214,16 +216,20 @@ class ComObjective:
         """``(H, g)`` of ``1/2 |W (J_com nu - v*_com)|^2`` with ``data`` holding the step's joint
         Jacobians (``computeJointJacobians``); also keeps ``c`` there (``c(q_pred)``) for the support rows."""
         self.update_jacobian(model, data, base_position)
-        jac = self._jacobian
-        target = np.zeros(3) if com_velocity is None else np.asarray(com_velocity, dtype=float)
-        target = target + gain * (np.asarray(com_target, dtype=float) - self.com)
-        speed = math.sqrt(float(target @ target))  # np.linalg.norm's own formula, without its checks
-        if speed > max_speed:
-            target *= max_speed / speed
-        if self._planar:  # no vertical row (the default): its products are zeros, left out
-            jac, target = jac[:2], target[:2]
-        weighted = jac * self._squared_weights[: len(jac)]
-        return jac.T @ weighted, -(weighted.T @ target)
+        # v*_com per axis in Python floats (the same IEEE operations as numpy's elementwise ones)
+        c = self.com.tolist()
+        r = np.asarray(com_target, dtype=float).tolist()
+        v = (0.0, 0.0, 0.0) if com_velocity is None else np.asarray(com_velocity, dtype=float).tolist()
+        target = [v[i] + gain * (r[i] - c[i]) for i in range(3)]
+        squared = target[0] * target[0] + target[1] * target[1] + target[2] * target[2]
+        if squared > max_speed * max_speed * (1.0 - 1e-9):  # near or over the cap (a glitch): as before,
+            capped = np.array(target)  # numpy's norm (np.linalg.norm's formula, without its checks)
+            speed = math.sqrt(float(capped @ capped))
+            if speed > max_speed:
+                target = (capped * (max_speed / speed)).tolist()
+        weighted = self._cost_rows * self._squared_weights
+        # -(W^T v*) as W^T (-v*): negation is exact
+        return self._cost_rows.T @ weighted, weighted.T @ np.array([-t for t in target[: self._n_com_rows]])
 
     def step_cost(
         self,

@@ -473,7 +473,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         qp_args = (jacobian, corrected, weights, self._lower, self._upper, regularization)
         solution = self.qp.solve(*qp_args, extra, dynamic)
         if extra_terms is not None:  # the velocity regularizer's sequential QP (core/regularizers.py)
-            resolve = lambda terms: self.qp.solve(*qp_args, terms, dynamic)  # noqa: E731
+            resolve = lambda terms: self.qp.resolve(self._lower, self._upper, terms, dynamic)  # noqa: E731
             solution = extra_terms.iterate(self, kinematics, solution, resolve, dt)
         nu = solution.nu
         nb, n = self.robot.base_dofs, self.robot.n_joints

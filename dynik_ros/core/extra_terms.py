@@ -37,6 +37,8 @@ class ExtraTerms:
         )
 
     def observe(self, kinematics, measurements) -> None:
+        if self.regularizers is not None:
+            self.regularizers.end_step()  # a new step: its Jacobians are not computed yet
         if self.stance is not None:
             self.stance.observe(measurements.stance)
         if self.loops is not None:
@@ -120,6 +122,7 @@ class ExtraTerms:
             dynamic = rows
         self._balance_cost = extra
         if self.regularizers is not None:
+            self.regularizers.begin_step(kinematics.data)  # ended by iterate, after the last re-solve
             extra = self._with_regularizers(kinematics, w0, ik._carried_velocity, ik.nu)
         return extra, dynamic
 
@@ -132,7 +135,16 @@ class ExtraTerms:
         where the regularizer acts is integrated by Euler: with Adams' carried history the regularized mean
         velocity made ``nu_k`` alternate (pan-tilt arm: up to 690 rad/s)."""
         regularizers = self.regularizers
-        if regularizers is None or regularizers.config.velocity_weight <= 0:
+        if regularizers is None:
+            return solution
+        try:
+            return self._iterate(ik, kinematics, solution, solve, dt)
+        finally:
+            regularizers.end_step()
+
+    def _iterate(self, ik, kinematics, solution, solve, dt: float):
+        regularizers = self.regularizers
+        if regularizers.config.velocity_weight <= 0:
             return solution
         w0, carried = float(ik._corrector[0]), ik._carried_velocity
         for _ in range(regularizers.config.iterations - 1):

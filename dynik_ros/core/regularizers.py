@@ -88,17 +88,69 @@ class Regularizers:
         if nb:
             self._angular[:, 3:6] = np.eye(3)
         self.last_active = 0  # bodies above the threshold in the last step
-        self._checked: tuple | None = None  # (m0, omegas, speeds) of the last any_active
-        self._diagonal = np.diag_indices(nv)  # built once: np.diag_indices per call cost as much as the fill
+        self._checked: tuple | None = None  # (m0, (omegas, speeds) or None) of the last any_active
+        # |omega|^2 below this leaves every body at or under the threshold (a margin of 1e-12 over the
+        # rounding of omega_t^2 itself)
+        self._clear = config.velocity_threshold**2 * (1.0 - 1e-12)
+        self._diagonal = slice(None, None, nv + 1)  # the diagonal in a flat view (strided, no gather)
+        self._step_data: pin.Data | None = None  # data whose Jacobians _angular holds this step (begin_step)
+        self._step_gram: np.ndarray | None = None  # A^T A of this step, built once
 
     def body_speeds(self, data: pin.Data, m0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(omega_i, |omega_i|)`` of every body at the mean velocity ``m0``, ``data`` holding the step's
         joint Jacobians; sets ``last_active`` (bodies above the threshold)."""
-        angular = self._angular
+        omegas, squares = self._squared_speeds(data, m0)
+        speeds = np.sqrt(squares)
+        self.last_active = int(np.count_nonzero(speeds > self.config.velocity_threshold))
+        return omegas, speeds
+
+    def begin_step(self, data: pin.Data) -> None:
+        """``data`` holds this step's joint Jacobians until :meth:`end_step` (:class:`ExtraTerms` brackets its
+        use of the regularizers in one step with both): their angular columns are copied once, not at every
+        check and cost of the sequential QP, and ``A^T A`` is built at most once."""
+        self._step_data = None
+        self._load(data)
+        self._step_data = data
+
+    def end_step(self) -> None:
+        """Back to copying the Jacobians at every call (``data`` may change between calls)."""
+        self._step_data = None
+        self._step_gram = None
+
+    def _load(self, data: pin.Data) -> None:
+        """The world angular velocity of each joint column (``data.J``'s angular rows) into ``_angular``,
+        unless they are this step's and already there; another ``data`` ends the step's reuse."""
+        if data is self._step_data:
+            return
+        self.end_step()
         nb = self.robot.base_dofs
-        angular[:, nb:] = data.J[3:, nb:]  # world angular velocity of each joint column
+        self._angular[:, nb:] = data.J[3:, nb:]
+
+    def _gram(self) -> np.ndarray:
+        """``A^T A`` of the loaded angular columns (once per step inside :meth:`begin_step`)."""
+        if self._step_data is None:
+            return self._angular.T @ self._angular
+        if self._step_gram is None:
+            self._step_gram = self._angular.T @ self._angular
+        return self._step_gram
+
+    def _squared_speeds(self, data: pin.Data, m0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(omega_i, |omega_i|^2)`` of every body at ``m0`` (:meth:`body_speeds` before the root)."""
+        self._load(data)
+        angular = self._angular
         omegas = (self.support * m0) @ angular.T  # (bodies, 3)
-        speeds = np.sqrt(np.einsum("ij,ij->i", omegas, omegas))
+        return omegas, np.einsum("ij,ij->i", omegas, omegas)
+
+    def _fast_bodies(self, data: pin.Data, m0: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`body_speeds` when a body may be above the threshold, else ``None`` (``last_active`` 0)
+        without the square roots and the count: every ``|omega_i|^2`` below ``omega_t^2`` (kept a few ulps
+        under it, :attr:`_clear`) gives ``|omega_i| <= omega_t`` after the correctly rounded, monotone
+        square root, i.e. no body above the threshold either way."""
+        omegas, squares = self._squared_speeds(data, m0)
+        if squares.max() < self._clear:
+            self.last_active = 0
+            return None
+        speeds = np.sqrt(squares)
         self.last_active = int(np.count_nonzero(speeds > self.config.velocity_threshold))
         return omegas, speeds
 
@@ -107,8 +159,7 @@ class Regularizers:
         if self.config.velocity_weight <= 0:
             self.last_active = 0
             return False
-        omegas, speeds = self.body_speeds(data, m0)
-        self._checked = (m0, omegas, speeds)  # reused once if the next cost is built about this very m0
+        self._checked = (m0, self._fast_bodies(data, m0))  # reused once if the next cost is about this m0
         return bool(self.last_active)
 
     def cost(self, data: pin.Data, w0: float, carried: np.ndarray, m0: np.ndarray):
@@ -120,20 +171,24 @@ class Regularizers:
         if active is not None:
             return active
         hessian = np.zeros((self.robot.nv,) * 2)  # the state term alone: w_state I (or nothing)
-        hessian[self._diagonal] = w0 * w0 * self.config.state_weight
+        hessian.reshape(-1)[self._diagonal] = w0 * w0 * self.config.state_weight
         return hessian, w0 * (self.config.state_weight * carried)
 
     def cost_plus(self, base, data: pin.Data, w0: float, carried: np.ndarray, m0: np.ndarray):
-        """``base + cost(...)`` for another cost ``base = (H, g)`` (or ``None``): with no body above the
-        threshold the state diagonal is added to a copy of ``H`` (no dense zero matrix to add)."""
+        """``base + cost(...)`` for another cost ``base = (H, g)`` (or ``None``), ``base`` left untouched:
+        with a body above the threshold ``base`` is added onto the fresh arrays of the regularizer's cost,
+        without one the state diagonal is added to a copy of ``H`` (no dense zero matrix to add)."""
         if base is None:
             return self.cost(data, w0, carried, m0)
         active = self._active_cost(data, w0, carried, m0)
         if active is not None:
-            return base[0] + active[0], base[1] + active[1]
+            hessian, gradient = active  # fresh arrays: a + b == b + a bit for bit
+            hessian += base[0]
+            gradient += base[1]
+            return hessian, gradient
         state = self.config.state_weight
         hessian = base[0].copy()
-        hessian[self._diagonal] += w0 * w0 * state
+        hessian.reshape(-1)[self._diagonal] += w0 * w0 * state
         return hessian, base[1] + w0 * (state * carried)
 
     def _active_cost(self, data: pin.Data, w0: float, carried: np.ndarray, m0: np.ndarray):
@@ -145,24 +200,35 @@ class Regularizers:
             return None
         checked, self._checked = self._checked, None
         if checked is not None and checked[0] is m0:  # any_active just computed them (same data, same m0)
-            omegas, speeds = checked[1], checked[2]
-            self.last_active = int(np.count_nonzero(speeds > config.velocity_threshold))
+            bodies = checked[1]
+            if bodies is not None:
+                self.last_active = int(np.count_nonzero(bodies[1] > config.velocity_threshold))
         else:
-            omegas, speeds = self.body_speeds(data, m0)
+            bodies = self._fast_bodies(data, m0)
         if not self.last_active:
             return None
+        omegas, speeds = bodies
         threshold = config.velocity_threshold
-        active = speeds > threshold
-        w = config.velocity_weight
+        active = np.flatnonzero(speeds > threshold)
+        w2 = 2 * config.velocity_weight
         angular = self._angular
         s = self.support[active]
         speed = speeds[active]
-        g = ((omegas[active] / speed[:, None]) @ angular) * s  # rows g_i = J_i^T e_i
-        gram = angular.T @ angular
-        rank_one = (threshold / speed)[:, None] * g
-        hessian_m = 2 * w * (rank_one.T @ g + gram * (s.T @ ((1.0 - threshold / speed)[:, None] * s)))
+        column = speed[:, None]
+        ratio = threshold / column  # (t / s_i) as a column
+        g = ((omegas[active] / column) @ angular) * s  # rows g_i = J_i^T e_i
+        # 2 w (sum (t/s_i) g_i g_i^T + gram * S^T diag(1 - t/s_i) S), accumulated in place (same products)
+        hessian_m = s.T @ ((1.0 - ratio) * s)
+        hessian_m *= self._gram()
+        hessian_m += (ratio * g).T @ g
+        hessian_m *= w2
         # Newton model about m0: gradient at m0 minus the Hessian's pull back to m0
-        gradient_m = 2 * w * (g.T @ (speed - threshold)) - hessian_m @ m0
+        gradient_m = w2 * (g.T @ (speed - threshold))
+        gradient_m -= hessian_m @ m0
         if config.state_weight > 0:
-            hessian_m[self._diagonal] += config.state_weight
-        return w0 * w0 * hessian_m, w0 * (hessian_m @ carried + gradient_m)
+            hessian_m.reshape(-1)[self._diagonal] += config.state_weight
+        gradient_m += hessian_m @ carried
+        if w0 != 1.0:  # (x * 1.0 == x: the Euler steps of the sequential QP skip the scaling)
+            gradient_m *= w0
+            hessian_m *= w0 * w0
+        return hessian_m, gradient_m

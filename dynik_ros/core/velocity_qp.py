@@ -130,6 +130,7 @@ class VelocityQP:
         # microseconds at our sizes); call the extension solver it wraps when this osqp version exposes it.
         native = getattr(self._solver, "_solver", None)
         self._last_shortcut: np.ndarray | None = None
+        self._task: tuple[np.ndarray, np.ndarray] | None = None  # the last solve's task (P, q), for resolve
         self._native = (
             native if all(hasattr(native, a) for a in ("update_data_vec", "update_data_mat")) else None
         )
@@ -155,7 +156,6 @@ class VelocityQP:
         e = self.expansion
         if e is not None:
             jacobian = jacobian @ e
-            lower, upper = lower[self._rows], upper[self._rows]
         weighted = jacobian * (weights**2)[:, None]
         hessian = jacobian.T @ weighted
         flat = hessian.reshape(-1)  # a view: the product is C-contiguous
@@ -169,14 +169,37 @@ class VelocityQP:
             else:
                 flat[self._diagonal] += self._hessian_weights.T @ diagonal
                 gradient -= e.T @ (diagonal * target)
-        if extra is not None:
+        self._task = (hessian, gradient)
+        return self._solve_cost(hessian, gradient, lower, upper, extra, dynamic)
+
+    def resolve(
+        self,
+        lower: np.ndarray,
+        upper: np.ndarray,
+        extra: tuple[np.ndarray, np.ndarray] | None = None,
+        dynamic: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ) -> QPSolution:
+        """:meth:`solve` again with the last call's ``J``, ``v*``, weights and regularization (their part of
+        ``P`` and ``q`` is kept, not rebuilt) and another ``extra`` cost, bounds and dynamic rows: a re-solve
+        of the same step (the velocity regularizer's sequential QP, ``core/regularizers.py``)."""
+        if self._task is None:
+            raise RuntimeError("VelocityQP.resolve before any solve")
+        hessian, gradient = self._task
+        return self._solve_cost(hessian, gradient, lower, upper, extra, dynamic)
+
+    def _solve_cost(self, hessian, gradient, lower, upper, extra, dynamic) -> QPSolution:
+        """The QP with the task's ``(P, q)`` (left untouched) plus ``extra``, bounds and dynamic rows."""
+        e = self.expansion
+        if e is not None:
+            lower, upper = lower[self._rows], upper[self._rows]
+        if extra is not None:  # new arrays (the task's are kept for resolve): the same sums as in place
             h_extra, g_extra = extra
             if e is None:
-                hessian += h_extra
-                gradient += g_extra
+                hessian = hessian + h_extra
+                gradient = gradient + g_extra
             else:
-                hessian += e.T @ h_extra @ e
-                gradient += e.T @ g_extra
+                hessian = hessian + e.T @ h_extra @ e
+                gradient = gradient + e.T @ g_extra
         constraint_matrix = self.constraint_matrix
         if self.n_dynamic:
             a_dynamic, l_dynamic, u_dynamic = dynamic if dynamic is not None else self._no_dynamic()
