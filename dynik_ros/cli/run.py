@@ -17,7 +17,6 @@ one: faster than real time and deterministic; ``--realtime`` publishes at the sa
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -517,88 +516,10 @@ def run_pipeline(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="dynik-ros", description="Run dynik_ros pipelines in one process.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a pipeline (config/pipelines/<name>.yaml or a YAML path)")
-    run.add_argument("pipeline")
-    run.add_argument(
-        "--param", action="append", default=[], metavar="[NODE.]NAME:=VALUE", help="parameter override"
-    )
-    run.add_argument("--out", default="out", help="directory for the output bag (default: out)")
-    run.add_argument("--no-record", action="store_true", help="do not write a bag")
-    run.add_argument("--duration", type=float, help="synthetic motion length / longest bag span [s]")
-    mode = run.add_mutually_exclusive_group()
-    mode.add_argument("--offline", dest="offline", action="store_true", default=None, help="IK-paced replay")
-    mode.add_argument("--realtime", dest="offline", action="store_false", help="publish at the sample rate")
-    run.add_argument(
-        "--executor",
-        choices=EXECUTORS,
-        default="auto",
-        help="auto (default): rclpy's EventsExecutor where available (Kilted), else single-threaded",
-    )
-    run.add_argument(
-        "--processes",
-        choices=("single", "per-node", "source-ik+bridge"),
-        default="single",
-        help="single (default): every node in this process; per-node: one process per node; "
-        "source-ik+bridge: wearable_node and ik_node together, the bridge (and sim) apart",
-    )
-    run.add_argument("--timeout", type=float, default=600.0, help="wall-time limit [s]")
-    run.add_argument("--domain-id", type=int, help="ROS domain id (default: $ROS_DOMAIN_ID)")
-    run.add_argument(
-        "--video",
-        metavar="FILE",
-        help="pipelines with sim_node: draw the simulated robot: .png (6 instants side by side), .gif or "
-        ".mp4 (the run at 20 fps of sim time; ffmpeg from PATH or the imageio-ffmpeg wheel)",
-    )
-    sub.add_parser("list", help="list the pipelines")
-    args = parser.parse_args(argv)
-    if args.command == "list":
-        for name in available_pipelines():
-            print(f"{name:20s} {load_pipeline(name).description}")
-        return 0
-    if args.video:
-        try:
-            sims = [e for e in load_pipeline(args.pipeline).nodes if e.executable == "sim_node"]
-        except PipelineError as exc:
-            print(f"dynik-ros: {exc}", file=sys.stderr)
-            return 2
-        if not sims or args.no_record:
-            print("dynik-ros: --video needs a recorded run of a pipeline with sim_node", file=sys.stderr)
-            return 2
-        from dynik_ros.sim.render import check_video_path
+    """``dynik-ros``'s command line (:mod:`dynik_ros.cli.run_command`; kept here for the console script)."""
+    from dynik_ros.cli.run_command import main as command
 
-        try:
-            check_video_path(args.video)  # before the run: an MP4 without ffmpeg is refused at once
-        except ValueError as exc:
-            print(f"dynik-ros: {exc}", file=sys.stderr)
-            return 2
-    try:
-        metrics = run_pipeline(
-            args.pipeline,
-            parse_overrides(args.param),
-            None if args.no_record else args.out,
-            args.offline,
-            duration=args.duration,
-            executor=args.executor,
-            timeout=args.timeout,
-            domain_id=args.domain_id,
-            processes=args.processes,
-        )
-    except PipelineError as exc:
-        print(f"dynik-ros: {exc}", file=sys.stderr)
-        return 130 if isinstance(exc, RunInterrupted) else 2
-    if args.video and "bag" in metrics and "sim" in metrics:
-        from dynik_ros.sim.render import render_in_subprocess
-
-        try:
-            print(
-                f"  video         {render_in_subprocess(metrics['bag'], metrics['sim']['robot'], args.video)}"
-            )
-        except RuntimeError as exc:
-            print(f"dynik-ros: {exc}", file=sys.stderr)
-            return 1
-    return 1 if metrics.get("timed_out") else 0
+    return command(argv)
 
 
 if __name__ == "__main__":
