@@ -1,4 +1,11 @@
-"""``dynik-ros``'s command line: ``run <pipeline>`` (:func:`dynik_ros.cli.run.run_pipeline`) and ``list``."""
+"""``dynik-ros``'s command line: ``run <pipeline>`` (:func:`dynik_ros.cli.run.run_pipeline`) and ``list``.
+
+``--rt-priority P`` runs the pipeline ``SCHED_FIFO`` at priority ``P`` in-process (the README's ``chrt -f
+20 dynik-ros run ...`` without ``chrt``): the calling thread, which spins the executor, and every thread and
+process started during the run (rclpy's DDS threads, the node processes of ``--processes``) inherit the
+policy; normal scheduling is restored after the run. Refused (``EPERM``: no root, ``CAP_SYS_NICE`` or
+``rtprio`` limit) the command exits with status 2 and says what is missing, before anything runs.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from dynik_ros.bench.load import fifo_priority
 from dynik_ros.cli.run import (
     EXECUTORS,
     PipelineError,
@@ -53,6 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="pipelines with sim_node: draw the simulated robot: .png (6 instants side by side), .gif or "
         ".mp4 (the run at 20 fps of sim time; ffmpeg from PATH or the imageio-ffmpeg wheel)",
     )
+    run.add_argument(
+        "--rt-priority",
+        type=int,
+        default=0,
+        metavar="P",
+        help="run the pipeline SCHED_FIFO at priority P (1-99), as 'chrt -f P dynik-ros run ...': this "
+        "process's threads (executor, DDS) and the node processes it starts; needs root, CAP_SYS_NICE or an "
+        "rtprio limit >= P (ulimit -r); 0 (default): normal scheduling",
+    )
     sub.add_parser("list", help="list the pipelines")
     return parser
 
@@ -60,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "run" and not 0 <= args.rt_priority <= 99:
+        parser.error(f"--rt-priority must be 0 (off) or a SCHED_FIFO priority 1-99, got {args.rt_priority}")
     if args.command == "list":
         for name in available_pipelines():
             print(f"{name:20s} {load_pipeline(name).description}")
@@ -81,17 +100,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"dynik-ros: {exc}", file=sys.stderr)
             return 2
     try:
-        metrics = run_pipeline(
-            args.pipeline,
-            parse_overrides(args.param),
-            None if args.no_record else args.out,
-            args.offline,
-            duration=args.duration,
-            executor=args.executor,
-            timeout=args.timeout,
-            domain_id=args.domain_id,
-            processes=args.processes,
-        )
+        with fifo_priority(args.rt_priority):  # the threads and processes started inside inherit it
+            metrics = run_pipeline(
+                args.pipeline,
+                parse_overrides(args.param),
+                None if args.no_record else args.out,
+                args.offline,
+                duration=args.duration,
+                executor=args.executor,
+                timeout=args.timeout,
+                domain_id=args.domain_id,
+                processes=args.processes,
+            )
+    except PermissionError as exc:  # SCHED_FIFO refused (EPERM): before anything ran
+        print(f"dynik-ros: --rt-priority: {exc}", file=sys.stderr)
+        return 2
     except PipelineError as exc:
         print(f"dynik-ros: {exc}", file=sys.stderr)
         return 130 if isinstance(exc, RunInterrupted) else 2
