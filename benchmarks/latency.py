@@ -54,69 +54,31 @@ def cpu_check_ms() -> float:
 def run_once(
     executor_kind: str, rate: float, duration: float, markers: bool, domain_id: int
 ) -> dict[str, Any]:
-    import rclpy
-    from rclpy.context import Context
-    from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
-    from rclpy.parameter import Parameter
-    from std_msgs.msg import Float64MultiArray
-
+    from dynik_ros.bench import walking_pipeline
     from dynik_ros.cli.run import spin_until
-    from dynik_ros.nodes.bridge_node import BridgeNode
-    from dynik_ros.nodes.common import COMMAND_QOS
-    from dynik_ros.nodes.ik_node import IKNode
-    from dynik_ros.nodes.wearable_node import WearableNode
 
-    context = Context()
-    rclpy.init(args=[], context=context, domain_id=domain_id)
     events: list[tuple[str, int, float]] = []
 
     def hook(event: str, stamp: int) -> None:
         events.append((event, stamp, time.perf_counter()))
 
-    def params(**values: Any) -> list[Parameter]:
-        return [Parameter(k, value=v) for k, v in values.items()]
-
-    wearable = WearableNode(
-        context=context,
-        parameter_overrides=params(
-            source="synthetic", model="human66", scenario="walking", rate=rate, duration=duration,
-            realtime=True, start_delay=0.5,
-        ),
-    )  # fmt: skip
-    ik = IKNode(context=context, parameter_overrides=params(model="human66", publish_markers=markers))
-    bridge = BridgeNode(
-        context=context,
-        parameter_overrides=params(
-            model="human66", interface="forward_command", controller="bench_controller"
-        ),
-    )
-    probe = rclpy.create_node("latency_probe", context=context)
     received: list[float] = []
-    probe.create_subscription(
-        Float64MultiArray,
-        "/bench_controller/commands",
-        lambda _m: received.append(time.perf_counter()),
-        COMMAND_QOS,
+    pipeline = walking_pipeline.start(
+        domain_id,
+        rate,
+        duration,
+        controller="bench_controller",
+        probe_name="latency_probe",
+        on_command=lambda _m: received.append(time.perf_counter()),
+        markers=markers,
     )
-    nodes = [bridge, ik, wearable]
+    wearable, ik, bridge, probe = pipeline.wearable, pipeline.ik, pipeline.bridge, pipeline.probe
+    nodes = pipeline.nodes
     for node in nodes:
         node.trace = hook
-    if executor_kind == "multi":
-        executor = MultiThreadedExecutor(num_threads=2, context=context)
-    elif executor_kind == "events":
-        from rclpy.experimental import EventsExecutor
-
-        executor = EventsExecutor(context=context)
-    else:
-        executor = SingleThreadedExecutor(context=context)
-    for node in [*nodes, probe]:
-        executor.add_node(node)
     try:
-        for node in nodes:
-            node.trigger_configure()
-        for node in nodes:
-            if node.lifecycle_state != "inactive":
-                raise RuntimeError(f"{node.get_name()}: configure failed: {node.last_error}")
+        walking_pipeline.configure(pipeline, executor_kind)
+        executor = pipeline.executor
         _wait_discovery(wearable, ik, bridge)
         for node in nodes:
             node.trigger_activate()
@@ -131,11 +93,7 @@ def run_once(
         end = time.perf_counter() + 0.2  # let the probe take the last commands
         spin_until(executor, probe, lambda: time.perf_counter() > end, 1.0)
     finally:
-        for node in [*nodes, probe]:
-            executor.remove_node(node)
-            node.destroy_node()
-        executor.shutdown()
-        rclpy.shutdown(context=context)
+        walking_pipeline.shut_down(pipeline)
     result = _analyse(events, received, wearable.published, ik.received, ik.solve_times)
     result["cpu_per_sample_ms"] = cpu / max(wearable.published, 1) * 1e3
     result["main_thread_cpu_per_sample_ms"] = main_thread_cpu / max(wearable.published, 1) * 1e3

@@ -99,67 +99,34 @@ def run_once(
 ) -> dict[str, Any]:
     """The pipeline in one process for ``duration`` s; ``mode`` is ``serialized`` (what the nodes do) or
     ``messages``; with ``profile`` each node's callbacks run under its own cProfile profiler."""
-    import rclpy
-    from rclpy.context import Context
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.parameter import Parameter
-    from std_msgs.msg import Float64MultiArray
-
+    from dynik_ros.bench import walking_pipeline
     from dynik_ros.cli.run import spin_until
     from dynik_ros.nodes import bridge_node, ik_node, wearable_node
-    from dynik_ros.nodes.common import COMMAND_QOS
 
     saved = {m: m.publish_serialized for m in (bridge_node, ik_node, wearable_node)}
     if mode == "messages":
         _message_path()
-    context = Context()
-    rclpy.init(args=[], context=context, domain_id=domain_id)
-
-    def params(**values: Any) -> list[Parameter]:
-        return [Parameter(k, value=v) for k, v in values.items()]
-
-    wearable = wearable_node.WearableNode(
-        context=context,
-        parameter_overrides=params(
-            source="synthetic", model="human66", scenario="walking", rate=rate, duration=duration,
-            realtime=True, start_delay=0.5,
-        ),
-    )  # fmt: skip
-    ik = ik_node.IKNode(context=context, parameter_overrides=params(model="human66", publish_markers=True))
-    bridge = bridge_node.BridgeNode(
-        context=context,
-        parameter_overrides=params(model="human66", interface="forward_command", controller="cpu_bench"),
-    )
-    probe = rclpy.create_node("cpu_probe", context=context)
     commands = [0]
-    probe.create_subscription(
-        Float64MultiArray,
-        "/cpu_bench/commands",
-        lambda _m: commands.__setitem__(0, commands[0] + 1),
-        COMMAND_QOS,
+    pipeline = walking_pipeline.start(
+        domain_id,
+        rate,
+        duration,
+        controller="cpu_bench",
+        probe_name="cpu_probe",
+        on_command=lambda _m: commands.__setitem__(0, commands[0] + 1),
     )
+    wearable, ik, bridge, probe = pipeline.wearable, pipeline.ik, pipeline.bridge, pipeline.probe
     cpu: dict[str, float] = defaultdict(float)
     wall: dict[str, float] = defaultdict(float)
     profiles = {name: cProfile.Profile() for name in CALLBACKS} if profile else {}
-    nodes = [bridge, ik, wearable]
+    nodes = pipeline.nodes
     for node in nodes:  # before configure: the subscriptions and timers take these bound callbacks
         name = node.get_name()
         for callback in CALLBACKS[name]:
             setattr(node, callback, _timed(cpu, wall, name, getattr(node, callback), profiles.get(name)))
-    if executor_kind == "events":
-        from rclpy.experimental import EventsExecutor
-
-        executor: Any = EventsExecutor(context=context)
-    else:
-        executor = SingleThreadedExecutor(context=context)
-    for node in [*nodes, probe]:
-        executor.add_node(node)
     try:
-        for node in nodes:
-            node.trigger_configure()
-        for node in nodes:
-            if node.lifecycle_state != "inactive":
-                raise RuntimeError(f"{node.get_name()}: configure failed: {node.last_error}")
+        walking_pipeline.configure(pipeline, executor_kind)
+        executor = pipeline.executor
         end = time.perf_counter() + 2.0  # discovery
         spin_until(executor, probe, lambda: time.perf_counter() > end, 3.0)
         for node in nodes:
@@ -172,11 +139,7 @@ def run_once(
         for node in reversed(nodes):
             node.trigger_deactivate()
     finally:
-        for node in [*nodes, probe]:
-            executor.remove_node(node)
-            node.destroy_node()
-        executor.shutdown()
-        rclpy.shutdown(context=context)
+        walking_pipeline.shut_down(pipeline)
         for module, function in saved.items():
             module.publish_serialized = function
     handled = {
