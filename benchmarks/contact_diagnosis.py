@@ -106,6 +106,7 @@ def diagnose(path: Path, robot: str, extra: list[str]) -> list[str]:
     # the human arrays the retargeter read (aligned); the run's samples are the input's one for one
     hp, hr, hv = seen["p"], seen["r"], seen["v"]
     contact = rt.contact
+    toe = getattr(contact, "toe", np.zeros((n, len(feet)), dtype=bool))  # the toe class, if any
     heights_link = [
         hp[:, group, 2] - contact.human_ground - clear
         for group, clear in zip(contact.sensor_links, contact.clearance, strict=True)
@@ -132,20 +133,26 @@ def diagnose(path: Path, robot: str, extra: list[str]) -> list[str]:
             flat = a + int(np.searchsorted(times[a:b], times[a] + blend - 1e-9))
             if flat >= b:
                 continue
-            drift = 1e3 * np.linalg.norm(centre[flat:b, :2] - centre[flat, :2], axis=1)
+            level = ~toe[flat:b, f]  # the toe class's samples are not meant level (retarget/scaling.py)
+            if not level.any():
+                continue
+            first = flat + int(np.argmax(level))
+            drift = np.where(level, 1e3 * np.linalg.norm(centre[flat:b, :2] - centre[first, :2], axis=1), 0.0)
+            level_tilt = np.where(level, tilt[flat:b], 0.0)
             scores = {
-                "tilt": tilt[flat:b].max() / TILT,
+                "tilt": level_tilt.max() / TILT,
                 "slide": drift.max() / SLIDE,
                 "depth": depth[a:b].max() / DEPTH,
             }
             key = max(scores, key=scores.get)
             if worst is None or scores[key] > worst[0]:
-                k = flat + int({"tilt": tilt[flat:b], "slide": drift, "depth": depth[flat:b]}[key].argmax())
+                k = flat + int({"tilt": level_tilt, "slide": drift, "depth": depth[flat:b]}[key].argmax())
                 worst = (scores[key], key, a, flat, b, k, drift.max())
         if worst is None:
             lines.append(f"  {side}: no flat contact ({len(phases)} contacts)")
             continue
         score, key, a, flat, b, k, slide = worst
+        level_max = np.where(~toe[flat:b, f], tilt[flat:b], 0.0).max()
         hx = hp[:, group]  # (N, links, 3): foot (ankle) then toe
         heel_h, toe_h = heights_link[f][k, 0], heights_link[f][k, -1]
         heel_v, toe_v = speeds_link[f][k, 0], speeds_link[f][k, -1]
@@ -168,8 +175,8 @@ def diagnose(path: Path, robot: str, extra: list[str]) -> list[str]:
         lines.append(
             f"  {side}: worst {key} x{score:.1f} at t {times[k] - times[0]:.2f} s in contact "
             f"{times[a] - times[0]:.2f}-{times[b - 1] - times[0]:.2f} s "
-            f"({len(phases)} contacts, {short} short); "
-            f"tilt max {tilt[flat:b].max():.1f} deg, slide {slide:.1f} mm, depth {depth[a:b].max():.1f} mm\n"
+            f"({len(phases)} contacts, {short} short; on the toes {100 * toe[a:b, f].mean():.0f} %); "
+            f"tilt max {level_max:.1f} deg, slide {slide:.1f} mm, depth {depth[a:b].max():.1f} mm\n"
             f"     human then: heel {1e3 * heel_h:.0f} mm / toe {1e3 * toe_h:.0f} mm above standing, speeds "
             f"{heel_v:.2f}/{toe_v:.2f} m/s, heel-up pitch {pitch:+.0f} deg, roll {roll:+.0f} deg, yaw "
             f"turned {yaw_turn:+.0f} deg since flat (span {np.ptp(yaw_span):.0f}); over the contact: heel "

@@ -183,6 +183,13 @@ _FOOT = re.compile(
 )
 
 
+_TOES = re.compile(
+    r"on the toes (?P<share>\d+) % of the contact \((?P<runs>\d+) runs\): toe slide max "
+    r"(?P<slide>[\d.na]+) mm, roll max (?P<roll>[\d.na]+) deg"
+)
+_AS_FLAT = re.compile(r"flat: tilt max (?P<tilt>[\d.na]+) deg, slide max (?P<slide>[\d.na]+) mm")
+
+
 def foot_values(row: str) -> tuple[float, float, float]:
     """(flat tilt max deg, slide max mm, depth mm) from a summary's ``foot`` line (NaN without contact)."""
     m = _FOOT.search(row)
@@ -193,13 +200,34 @@ def foot_values(row: str) -> tuple[float, float, float]:
     return tilt, slide, float(m.group("depth"))
 
 
+def toe_values(row: str) -> tuple[float, float, float]:
+    """(share of the contact on the toes %, toe slide max mm, sole roll max deg) from a summary's ``foot``
+    line: the toe class's own figures (0, NaN, NaN without samples on the toes)."""
+    m = _TOES.search(row)
+    if m is None:
+        return 0.0, math.nan, math.nan
+    return float(m.group("share")), float(m.group("slide")), float(m.group("roll"))
+
+
+def as_flat_values(rows: dict[str, str], side: str) -> tuple[float, float]:
+    """(flat tilt max deg, slide max mm) of ``side`` with the toe samples counted flat, as before the toe
+    class (the summary's extra line; the plain figures when no sample is on the toes)."""
+    m = _AS_FLAT.search(rows.get(f"foot {side}, toe samples counted flat", ""))
+    if m is None:
+        return foot_values(rows.get(f"foot {side}", ""))[:2]
+    return float(m.group("tilt")), float(m.group("slide"))
+
+
 def table_row(label: str, robot: str, code: int, rows: dict[str, str]) -> tuple[str, bool]:
     """One markdown row of the capture x robot table, and whether every target is met."""
     if "error" in rows:
-        return f"| {label} | {robot} | exit {code}: {rows['error']} | | | | | |", False
+        return f"| {label} | {robot} | exit {code}: {rows['error']} | | | | | | | |", False
     feet = [foot_values(rows.get(f"foot {side}", "")) for side in ("left", "right")]
-    # a foot without a flat contact phase (NaN) has no tilt or slide to judge
+    toes = [toe_values(rows.get(f"foot {side}", "")) for side in ("left", "right")]
+    before = [as_flat_values(rows, side) for side in ("left", "right")]
+    # a foot without a flat contact phase (NaN) has no tilt or slide to judge; nor one never on its toes
     tilt, slide, depth = (max((f[i] for f in feet if not math.isnan(f[i])), default=0.0) for i in range(3))
+    toe_slide, toe_roll = (max((f[i] for f in toes if not math.isnan(f[i])), default=0.0) for i in (1, 2))
     pos = float(rows.get("limit violation (tolerance 1e-6 rad)", "nan").split()[0])
     vel = int(rows.get("joint-samples above the velocity limit", "-1"))
     upper = rows.get("MNTE: trunk, head, arms / pelvis and legs", "nan / nan").split(" / ")
@@ -208,12 +236,14 @@ def table_row(label: str, robot: str, code: int, rows: dict[str, str]) -> tuple[
         "tilt": tilt <= TARGET_TILT_DEG,
         "slide": slide <= TARGET_SLIDE_MM,
         "depth": depth <= TARGET_DEPTH_MM,
+        "toe slide": toe_slide <= TARGET_SLIDE_MM,
+        "toe roll": toe_roll <= TARGET_TILT_DEG,
         "limits": pos <= 1e-6 and vel == 0,
     }
     missed = [k for k, ok in met.items() if not ok]
 
-    def lr(i: int, fmt: str) -> str:
-        return "/".join("-" if math.isnan(f[i]) else fmt.format(f[i]) for f in feet)
+    def lr(i: int, fmt: str, values: list = feet) -> str:
+        return "/".join("-" if math.isnan(f[i]) else fmt.format(f[i]) for f in values)
 
     cells = [
         label,
@@ -221,6 +251,8 @@ def table_row(label: str, robot: str, code: int, rows: dict[str, str]) -> tuple[
         lr(0, "{:.1f}") + " deg",
         lr(1, "{:.1f}") + " mm",
         lr(2, "{:.1f}") + " mm",
+        lr(0, "{:.0f}", toes) + " %; " + lr(1, "{:.1f}", toes) + " mm; " + lr(2, "{:.1f}", toes) + " deg",
+        lr(0, "{:.1f}", before) + " deg; " + lr(1, "{:.1f}", before) + " mm",
         f"{pos:.0e} rad / {vel}; {at_limit}",
         f"{upper[0]} / {upper[1]}",
         "all met" if not missed else "missed: " + ", ".join(missed),
@@ -233,9 +265,11 @@ def capture_table(directory: Path, robots: list[str]) -> int:
     ``dynik-retarget`` for each robot, as one markdown table; returns the number of rows missing a target."""
     print(
         "\n| capture | robot | flat tilt max L/R | slide max L/R (per contact) | below ground L/R | "
-        "limit / velocity breaches; samples at a velocity limit | MNTE upper body / legs | targets |"
+        "on the toes L/R: share of contact; toe slide max; roll max | toe samples counted flat (as before): "
+        "tilt; slide max L/R | limit / velocity breaches; samples at a velocity limit | "
+        "MNTE upper body / legs | targets |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     missed = 0
     absent = []
     for name, label, _, extra in CAPTURES:

@@ -50,10 +50,10 @@ def test_figures_measure_a_known_tilt_slide_and_depth(g1):
     assert late.tilt_flat_max_deg == pytest.approx(5.0, abs=0.2)  # the tilted pose, counted in contact
 
 
-def _walk(retargeter: Retargeter, flatten: bool):
+def _walk(retargeter: Retargeter, flatten: bool, toe: str = "flat"):
     from dynik_ros.cli.retarget import synthetic_motion
 
-    contact = dataclasses.replace(retargeter.config.contact, flatten=flatten)
+    contact = dataclasses.replace(retargeter.config.contact, flatten=flatten, toe=toe)
     retargeter.config = dataclasses.replace(retargeter.config, contact=contact)
     retargeter.contact.spec = contact
     retargeter.reset()
@@ -63,8 +63,9 @@ def _walk(retargeter: Retargeter, flatten: bool):
     retargeter.settle(ik, measurements[0], 1.0)
     result = retargeter.run(motion.times, measurements, ik, contacts=flags)
     late = result.times >= 0.5  # the first half second after settling on a frozen frame is a transient
+    toe = retargeter.contact.toe
     figures = foot_figures(
-        retargeter.robot, result.q, result.times, result.contacts, retargeter.config.feet, 0.1
+        retargeter.robot, result.q, result.times, result.contacts, retargeter.config.feet, 0.1, toe=toe
     )
     depth = foot_figures(
         retargeter.robot,
@@ -73,11 +74,15 @@ def _walk(retargeter: Retargeter, flatten: bool):
         result.contacts[late],
         retargeter.config.feet,
         0.1,
+        toe=toe[late],
     )
     return result, figures, depth
 
 
 def test_g1_walk_stands_on_level_still_soles_and_the_option_turns_it_off():
+    """Level soles (toe: flat, every contact levelled); the synthetic walk's stance foot is heel-up 13-30 deg
+    (it lands on the forefoot), so with the default toe: pitch its contacts are on the toes: the toe point
+    then stays still and on the ground and the sole level across."""
     on, figures, after = _walk(Retargeter.from_config("g1"), flatten=True)
     for f, late in zip(figures, after, strict=True):
         assert f.phases >= 4
@@ -87,6 +92,12 @@ def test_g1_walk_stands_on_level_still_soles_and_the_option_turns_it_off():
     off, figures_off, _ = _walk(Retargeter.from_config("g1"), flatten=False)
     assert min(f.tilt_flat_max_deg for f in figures_off) > 20.0  # the human's heel/toe roll, copied
     assert on.mnte.mean() < 2e-3 and off.mnte.mean() < 2e-3
+    toes, figures_toes, after_toes = _walk(Retargeter.from_config("g1"), flatten=True, toe="pitch")
+    for f, late in zip(figures_toes, after_toes, strict=True):
+        assert f.toe_runs >= 4 and f.toe_share > 0.5, f.line()
+        assert f.toe_slide_max_mm <= 5.0 and f.toe_roll_max_deg <= 3.0, f.line()
+        assert late.penetration_max_mm <= 2.0, late.line()
+    assert toes.mnte.mean() < 2e-3
 
 
 def _sliding_left_foot(duration: float = 4.0, rate: float = 100.0, slide: float = 0.3):
@@ -235,7 +246,9 @@ def test_the_committed_real_walk_gives_soles_a_robot_can_stand_on(robot):
     rt = Retargeter.from_config(robot)
     result = rt.retarget_motion(motion, settle=1.0)
     blend = rt.config.contact.blend_time
-    figures = foot_figures(rt.robot, result.q, result.times, result.contacts, rt.config.feet, blend)
+    figures = foot_figures(
+        rt.robot, result.q, result.times, result.contacts, rt.config.feet, blend, toe=rt.contact.toe
+    )
     for f in figures:
         assert f.phases >= 1, f.line()
         assert f.tilt_flat_max_deg <= 3.0 and f.slide_max_mm <= 5.0 and f.penetration_max_mm <= 2.0, f.line()
@@ -243,3 +256,102 @@ def test_the_committed_real_walk_gives_soles_a_robot_can_stand_on(robot):
     assert np.all(s >= rt.robot.lower - 1e-6) and np.all(s <= rt.robot.upper + 1e-6)
     speed = np.abs(np.diff(s, axis=0)) / np.diff(result.times)[:, None]
     assert np.all(speed <= rt.robot.velocity_limit * (1.0 + 1e-6))
+
+
+def _shortest_rotation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The rotation turning direction ``a`` onto ``b`` about their common normal."""
+    a, b = a / np.linalg.norm(a), b / np.linalg.norm(b)
+    axis = np.cross(a, b)
+    angle = math.atan2(np.linalg.norm(axis), float(a @ b))
+    return pin.exp3(axis / max(np.linalg.norm(axis), 1e-12) * angle)
+
+
+def _heel_raise(duration: float = 4.0, rate: float = 100.0, pitch: float = math.radians(45.0)):
+    """A subject standing in T-pose who raises the left heel about the ball of the foot (the toe link stays
+    put) to ``pitch`` from 0.5 s to 1.5 s, holds it, and lowers it from 2.5 s to 3.5 s; the left knee bends
+    so that the hip stays where it is (two-link leg in the plane of hip, knee and ankle), the rest still.
+    Velocities by finite differences (world frame)."""
+    from dynik_ros.cli.retarget import synthetic_motion
+
+    motion = synthetic_motion("tpose", duration, rate)
+    t = motion.times - motion.times[0]
+    heel = pitch * (np.clip(t - 0.5, 0.0, 1.0) - np.clip(t - 2.5, 0.0, 1.0))
+    heel = pitch * 0.5 * (1.0 - np.cos(math.pi * heel / pitch))  # smooth start and stop
+    p, r = motion.positions.copy(), motion.rotations.copy()
+    hip, knee, foot, toe = (
+        motion.links.index(k) for k in ("LeftUpperLeg", "LeftLowerLeg", "LeftFoot", "LeftToe")
+    )
+    thigh, shank = np.linalg.norm(p[0, knee] - p[0, hip]), np.linalg.norm(p[0, foot] - p[0, knee])
+    ball, forward = p[0, toe].copy(), np.array([1.0, 0.0, 0.0])
+    for k, a in enumerate(heel):
+        ry = pin.rpy.rpyToMatrix(0.0, float(a), 0.0)
+        p[k, foot] = ball + ry @ (p[0, foot] - ball)
+        r[k, foot] = ry @ r[0, foot]
+        reach = p[k, foot] - p[k, hip]
+        d = np.linalg.norm(reach)
+        along = (thigh**2 - shank**2 + d**2) / (2.0 * d)
+        u = reach / d
+        n = forward - (forward @ u) * u
+        p[k, knee] = p[k, hip] + along * u + math.sqrt(max(thigh**2 - along**2, 0.0)) * n / np.linalg.norm(n)
+        r[k, hip] = _shortest_rotation(p[0, knee] - p[0, hip], p[k, knee] - p[k, hip]) @ r[0, hip]
+        r[k, knee] = _shortest_rotation(p[0, foot] - p[0, knee], p[k, foot] - p[k, knee]) @ r[0, knee]
+    v, w = motion.linear_velocities.copy(), motion.angular_velocities.copy()
+    for i in (hip, knee, foot, toe):
+        v[:, i] = np.gradient(p[:, i], t, axis=0)
+        for k in range(1, len(t) - 1):
+            w[k, i] = pin.log3(r[k + 1, i] @ r[k - 1, i].T) / (t[k + 1] - t[k - 1])
+    return dataclasses.replace(
+        motion, positions=p, rotations=r, linear_velocities=v, angular_velocities=w
+    ), heel
+
+
+def _sole_poses(retargeter: Retargeter, q: np.ndarray, f: int = 0):
+    """World heel and toe points ``(N, 2, 3)`` and rotation ``(N, 3, 3)`` of foot ``f``'s sole frame."""
+    robot = retargeter.robot
+    data = robot.model.createData()
+    fid = robot.frame_id(retargeter.config.feet[f].frame)
+    sole = np.array(retargeter.config.feet[f].sole, dtype=float)
+    points, rotations = [], []
+    for qk in q:
+        pin.framesForwardKinematics(robot.model, data, qk)
+        points.append([data.oMf[fid].act(s) for s in sole])
+        rotations.append(data.oMf[fid].rotation.copy())
+    return np.array(points), np.array(rotations)
+
+
+def test_a_human_on_the_toes_gives_a_robot_sole_pitched_about_its_still_toe_and_flat_is_the_old_rule():
+    """The human raises the left heel 45 deg about the ball of the foot (knee bending, hip still). With
+    ``contact.toe: pitch`` (default) the written robot sole pitches like the human foot (within 3 deg once it
+    passes toe_angle) about its toe point, which stays on the ground (<= 2.5 mm above or below) and still
+    (<= 5 mm), level across (roll <= 1 deg); those samples are flagged on the toes, not flat. With
+    ``toe: flat`` (the rule before) the sole stays level and the ankle takes the pitch up."""
+    motion, heel = _heel_raise()
+    rt = Retargeter.from_config("g1")
+    result = rt.retarget_motion(motion, settle=1.0)
+    points, rotations = _sole_poses(rt, result.q)
+    toe_flags = rt.contact.toe[:, 0]
+    full = heel > math.radians(rt.config.contact.toe_angle) + 1e-9
+    assert full.sum() > 100 and toe_flags[full].all() and not rt.contact.flat[toe_flags, 0].any()
+    sole_pitch = np.arcsin(-rotations[:, 2, 0])
+    assert np.degrees(np.abs(sole_pitch[full] - heel[full])).max() <= 3.0
+    assert np.degrees(np.abs(np.arcsin(rotations[toe_flags, 2, 1]))).max() <= 1.0  # level across
+    tip = points[:, 1]  # the toe point (the sole's forward one)
+    assert np.abs(tip[toe_flags, 2]).max() <= 2.5e-3
+    assert np.linalg.norm(tip[toe_flags, :2] - tip[0, :2], axis=1).max() <= 5e-3
+    figures = foot_figures(
+        rt.robot, result.q, result.times, result.contacts, rt.config.feet, 0.1, toe=rt.contact.toe
+    )
+    left = figures[0]
+    assert left.toe_runs == 1 and left.toe_slide_max_mm <= 5.0 and left.toe_roll_max_deg <= 1.0, left.line()
+    assert "on the toes" in left.line()
+
+    flat = Retargeter.from_config("g1")
+    spec = dataclasses.replace(flat.config.contact, toe="flat")
+    flat.config = dataclasses.replace(flat.config, contact=spec)
+    flat.contact.spec = spec
+    level = flat.retarget_motion(motion, settle=1.0)
+    _, level_rotations = _sole_poses(flat, level.q)
+    assert not flat.contact.toe.any()
+    late = level.times - level.times[0] >= 0.5  # after the start-up transient (the frozen first frame)
+    tilt = np.degrees(np.arccos(np.clip(level_rotations[late, 2, 2], -1.0, 1.0)))
+    assert tilt.max() <= 3.0  # level while the human heel is up

@@ -48,9 +48,22 @@ def test_stance_flags_are_the_same_sample_by_sample_as_for_a_whole_take():
 
     rt = Retargeter.from_config("g1")
     walk = synthetic_motion("walking", 3.0, 100.0)
-    whole, flags = rt.motion_measurements(walk)
+    whole, _ = rt.motion_measurements(walk)
+    toe = rt.contact.toe.copy()  # the synthetic walk's stance foot is heel-up 13-30 deg: mostly on the toes
     rt.reset()
     arrays = rt.motion_arrays(walk)
+    toe_one_by_one = []
+    for k in range(len(walk.times)):
+        rt.compute(*(a[k : k + 1] for a in arrays))
+        toe_one_by_one.append(rt.contact.toe[0].copy())
+    assert toe.any()
+    np.testing.assert_array_equal(np.array(toe_one_by_one), toe)  # the toe class is per sample too
+    contact = dataclasses.replace(rt.config.contact, toe="flat")  # every contact levelled: flat samples
+    rt.config = dataclasses.replace(rt.config, contact=contact)
+    rt.contact.spec = contact
+    rt.reset()
+    whole, flags = rt.motion_measurements(walk)
+    rt.reset()
     one_by_one = [rt.compute(*(a[k : k + 1] for a in arrays))[0][0] for k in range(len(walk.times))]
     expected = np.array([m.stance for m in whole])
     np.testing.assert_array_equal(np.array([m.stance for m in one_by_one]), expected)
@@ -153,8 +166,10 @@ def test_talos_stands_on_the_real_walk_at_its_speed_with_hard_stance_rows(tmp_pa
     saved = np.load(out / "retarget.npz", allow_pickle=False)
     rt = Retargeter.from_config("talos")
     figures = foot_figures(
-        rt.robot, saved["q"], saved["times"], saved["contacts"], rt.config.feet, rt.config.contact.blend_time
-    )
-    for f in figures:
+        rt.robot, saved["q"], saved["times"], saved["contacts"], rt.config.feet, rt.config.contact.blend_time,
+        toe=saved["on_toes"],
+    )  # fmt: skip
+    for f in figures:  # the samples on the toes (the toe class) count apart, with targets of their own
         assert f.phases >= 1 and f.tilt_flat_max_deg <= 3.0, f.line()
         assert f.slide_max_mm <= 5.0 and f.penetration_max_mm <= 2.0, f.line()
+        assert not f.toe_runs or (f.toe_slide_max_mm <= 5.0 and f.toe_roll_max_deg <= 3.0), f.line()

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from dynik_ros.retarget.foot_figures import toe_flags
+
 JOINT_STATES_TOPIC = "/dynik/joint_states"
 BASE_ODOM_TOPIC = "/dynik/base_odom"
 
@@ -123,6 +125,7 @@ def write_npz(path: Path, retargeter: Any, result: Any, stamp_origin_ns: int = 0
         solve_time=result.solve_time,
         solved=result.solved,
         contacts=result.contacts,
+        on_toes=toe_flags(retargeter, result),
         contact_points=result.contact_points,
         feet=np.array([f.frame for f in retargeter.config.feet]),
     )

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from dynik_ros.io.human_motion import HumanMotion
-from dynik_ros.retarget.foot_figures import foot_figures
+from dynik_ros.retarget.foot_figures import foot_figures, toe_flags
 
 LIMIT_TOLERANCE = 1e-6  # rad
 LOWER_BODY = ("Pelvis", "UpperLeg", "LowerLeg", "Foot", "Toe")  # the root and legs; the rest is upper body
@@ -47,8 +47,14 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
     ori_deg = np.degrees(result.orientation_error)
     frames = [t.frame for t in retargeter.targets.orientation_targets]
     worst_link = frames[int(ori_deg.max(axis=0).argmax())] if ori_deg.size else "-"
-    feet = foot_figures(
-        robot, result.q, times, result.contacts, retargeter.config.feet, retargeter.config.contact.blend_time
+    blend = retargeter.config.contact.blend_time
+    toe = toe_flags(retargeter, result)  # the toe class of the compute() these results ran
+    feet = foot_figures(robot, result.q, times, result.contacts, retargeter.config.feet, blend, toe=toe)
+    on_toes = toe is not None and bool(toe.any())
+    as_flat = (  # the same trajectory with every contact sample after the blend counted flat (no toe class)
+        foot_figures(robot, result.q, times, result.contacts, retargeter.config.feet, blend)
+        if on_toes
+        else []
     )
     legs = np.array(
         [any(k in retargeter.config.target(f).link for k in LOWER_BODY) for f in frames], dtype=bool
@@ -120,6 +126,11 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
     ]
     for figures in feet:  # measured on the written trajectory (retarget/foot_figures.py)
         lines.append(f"{'foot ' + figures.side:<44} {figures.line()}")
+    for figures in as_flat:
+        lines.append(
+            f"{'foot ' + figures.side + ', toe samples counted flat':<44} flat: tilt max "
+            f"{figures.tilt_flat_max_deg:.1f} deg, slide max {figures.slide_max_mm:.1f} mm"
+        )
     lines += [
         f"{'IK step p50 / p99 / max':<44} {stats['step_p50_ms']:.3f} / {stats['step_p99_ms']:.3f} / "
         f"{ms.max():.3f} ms",

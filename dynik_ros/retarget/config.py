@@ -73,6 +73,7 @@ from dynik_ros.retarget.config_types import (  # noqa: F401 - re-exported: the m
 )
 
 STANCES = ("weighted", "hard")  # contact.stance
+TOE_MODES = ("pitch", "flat")  # contact.toe
 
 
 # ---------------------------------------------------------------------- loading
@@ -386,6 +387,8 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "blend_time",
             "drift_off",
             "pivot_off",
+            "toe",
+            "toe_angle",
             "stance",
         ),
     )
@@ -401,8 +404,12 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         blend_time=r.number(c.get("blend_time", 0.1), "contact.blend_time", minimum=0.0),
         drift_off=r.number(c.get("drift_off", 0.08), "contact.drift_off", minimum=0.0),
         pivot_off=r.number(c.get("pivot_off", 20.0), "contact.pivot_off", minimum=0.0),
+        toe=str(c.get("toe", "pitch")),
+        toe_angle=r.number(c.get("toe_angle", 30.0), "contact.toe_angle", positive=True),
         stance=str(c.get("stance", "weighted")),
     )
+    if contact.toe not in TOE_MODES:
+        raise r.error("contact.toe", f"expected one of {TOE_MODES}, got '{contact.toe}'")
     if contact.stance not in STANCES:
         raise r.error("contact.stance", f"expected one of {STANCES}, got '{contact.stance}'")
     if contact.height_off < contact.height_on or contact.speed_off < contact.speed_on:

@@ -8,7 +8,12 @@ Per foot, from the robot configurations actually written (not the targets):
   largest value during those blends, so nothing is hidden;
 * penetration: how far the lowest sole point goes below the ground, over every sample (in contact or not);
 * slide: horizontal drift of the sole's centre from where it was when the phase turned flat, largest per
-  phase, then mean and max over the phases, and the times of the phase with the largest (where to look).
+  phase, then mean and max over the phases, and the times of the phase with the largest (where to look);
+* on the toes (``toe``: the retargeter's toe class, :mod:`.scaling`): those samples are not part of the flat
+  parts (a flat part resumes, and its slide restarts, where they end) and get figures of their own: the toe
+  point's horizontal drift per run (slide), the sole's roll (angle of its lateral axis to the floor: the toe
+  line level across), their share of the contact; penetration counts every sample as before. Without
+  ``toe`` every contact sample after the blend is flat (the figures before the toe class).
 
 The foot frame's z is taken as the sole normal (true for the registry robots' ankle-roll frames). ROS-free.
 """
@@ -34,18 +39,37 @@ class FootFigures:
     slide_mean_mm: float  # mean over phases of the largest drift of the sole centre
     slide_max_mm: float
     worst_phase: tuple[float, float] | None = None  # (start, end) s from the first sample: the largest slide
+    toe_runs: int = 0  # runs of samples on the toes (toe class)
+    toe_share: float = 0.0  # fraction of the contact samples on the toes
+    toe_slide_max_mm: float = math.nan  # largest horizontal drift of the toe point in a run
+    toe_roll_max_deg: float = math.nan  # largest roll of the sole (lateral axis against the floor)
 
     def line(self) -> str:
         below = f"below ground max {self.penetration_max_mm:.1f} mm"
         if not self.phases:
             return f"contact {100 * self.contact_share:.0f} %, no flat phase; {below}"
         where = f" (t {self.worst_phase[0]:.2f}-{self.worst_phase[1]:.2f} s)" if self.worst_phase else ""
+        toes = (
+            f"; on the toes {100 * self.toe_share:.0f} % of the contact ({self.toe_runs} runs): toe slide "
+            f"max {self.toe_slide_max_mm:.1f} mm, roll max {self.toe_roll_max_deg:.1f} deg"
+            if self.toe_runs
+            else ""
+        )
         return (
             f"contact {100 * self.contact_share:.0f} % ({self.phases} phases); flat: tilt max "
             f"{self.tilt_flat_max_deg:.1f} deg, slide mean/max {self.slide_mean_mm:.1f}/"
             f"{self.slide_max_mm:.1f} mm{where}; touch-down tilt max {self.tilt_blend_max_deg:.1f} deg; "
-            f"{below}"
+            f"{below}{toes}"
         )
+
+
+def toe_flags(retargeter: object, result: object) -> np.ndarray:
+    """``(N, n_feet)`` booleans: the samples of ``result`` (a ``RetargetResult``) whose foot was on its toes,
+    the toe class of the retargeter's last ``compute`` (:mod:`.scaling`); all False if that computed
+    another take (a different shape)."""
+    toe = getattr(getattr(retargeter, "contact", None), "toe", None)
+    contacts = np.asarray(result.contacts)
+    return toe.copy() if toe is not None and toe.shape == contacts.shape else np.zeros(contacts.shape, bool)
 
 
 def _phases(states: np.ndarray) -> list[tuple[int, int]]:
@@ -63,9 +87,11 @@ def foot_figures(
     feet: Sequence[object],
     blend_time: float,
     ground: float = 0.0,
+    toe: np.ndarray | None = None,
 ) -> list[FootFigures]:
     """:class:`FootFigures` of each foot (``feet``: the map's ``FootSpec``s: ``side``, ``frame``, ``sole``)
-    for configurations ``q`` ``(N, nq)`` at ``times``, with the retargeter's ``contacts`` ``(N, n_feet)``."""
+    for configurations ``q`` ``(N, nq)`` at ``times``, with the retargeter's ``contacts`` ``(N, n_feet)`` and
+    its toe class ``toe`` ``(N, n_feet)`` booleans (``None``: no sample on the toes)."""
     model = robot.model
     data = model.createData()
     frame_ids = [robot.frame_id(f.frame) for f in feet]
@@ -85,17 +111,28 @@ def foot_figures(
         depth = ground - points[..., 2].min(axis=1)
         centre = positions[:, f] + rotations[:, f] @ sole.mean(axis=0)
         tilt = np.degrees(np.arccos(np.clip(rotations[:, f, 2, 2], -1.0, 1.0)))
-        flat_tilts, blend_tilts, slides, spans = [], [], [], []
+        on_toes = np.zeros(n, dtype=bool) if toe is None else np.asarray(toe[:, f], dtype=bool)
+        inside = contacts[:, f] >= 0 if contacts.size else np.zeros(n, dtype=bool)
+        tip = positions[:, f] + rotations[:, f] @ sole[int(sole[:, 0].argmax())]  # the toe point
+        roll = np.degrees(np.abs(np.arcsin(np.clip(rotations[:, f, 2, 1], -1.0, 1.0))))
+        flat_tilts, blend_tilts, slides, spans, toe_slides, toe_rolls = [], [], [], [], [], []
         for start, end in _phases(contacts[:, f]) if contacts.size else []:
             flat = start + int(np.searchsorted(times[start:end], times[start] + blend_time - 1e-9))
             if flat > start:
                 blend_tilts.append(tilt[start:flat].max())
+            for a, b in _phases(np.where(on_toes[start:end], 0, -1)):
+                toe_slides.append(
+                    np.linalg.norm(tip[start + a : start + b, :2] - tip[start + a, :2], axis=1).max()
+                )
+                toe_rolls.append(roll[start + a : start + b].max())
             if flat >= end:
                 continue
-            flat_tilts.append(tilt[flat:end].max())
-            drift = np.linalg.norm(centre[flat:end, :2] - centre[flat, :2], axis=1)
-            slides.append(drift.max())
-            spans.append((float(times[start] - times[0]), float(times[end - 1] - times[0])))
+            for a, b in _phases(np.where(on_toes[flat:end], -1, 0)):  # the flat runs between toe runs
+                a, b = flat + a, flat + b
+                flat_tilts.append(tilt[a:b].max())
+                drift = np.linalg.norm(centre[a:b, :2] - centre[a, :2], axis=1)
+                slides.append(drift.max())
+                spans.append((float(times[start] - times[0]), float(times[end - 1] - times[0])))
         out.append(
             FootFigures(
                 side=str(foot.side),
@@ -107,6 +144,10 @@ def foot_figures(
                 slide_mean_mm=1e3 * float(np.mean(slides)) if slides else math.nan,
                 slide_max_mm=1e3 * float(np.max(slides)) if slides else math.nan,
                 worst_phase=spans[int(np.argmax(slides))] if slides else None,
+                toe_runs=len(toe_slides),
+                toe_share=float(on_toes[inside].mean()) if inside.any() else 0.0,
+                toe_slide_max_mm=1e3 * float(np.max(toe_slides)) if toe_slides else math.nan,
+                toe_roll_max_deg=float(np.max(toe_rolls)) if toe_slides else math.nan,
             )
         )
     return out

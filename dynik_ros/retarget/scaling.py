@@ -33,6 +33,16 @@ when every one of those links has moved ``drift_off`` away (a slide) or the head
 ``|wrap(psi - psi_0)| > pivot_off`` (a pivot on the heel or the ball of the foot: the real CMU 131 takes turn
 a stance foot 20-160 deg); a held, level robot foot at the landing heading cannot follow either without
 slipping, so it lets go and may land again ``release_time`` later where and as the human foot then is.
+
+On the toes (``contact.toe: pitch``, the default; ``flat`` levels every contact as before): the human foot's
+heel-up pitch ``theta = asin(-x_z)`` of its target (0 standing, + toe down) gives the sole a pitch ``s(theta)
+= theta h((theta - a) / (b - a))`` about its toe line, ``h`` the smoothstep ``3x^2 - 2x^3`` clipped to [0, 1],
+``b = toe_angle``, ``a = b / 3``: none on a flat or heel-striking foot, the human's own from ``b`` on,
+continuous in between (no jump, so no time ramp); the level rotation becomes ``R_toe = exp(s y_l)
+R_z(psi_land)`` (``y_l`` the landing heading's lateral axis): level across, pitched about the toe line, whose
+lowest point (the toe) is then the anchor and stays where it is. Samples in contact with ``s > 0`` are
+:attr:`toe`, not :attr:`flat`: a robot on its toes is not standing on a level sole (the figures count them
+apart, :mod:`.foot_figures`).
 """
 
 from __future__ import annotations
@@ -46,6 +56,19 @@ import pinocchio as pin
 from dynik_ros.estimation.kinematic_contact import foot_speeds, next_contact, sole_heights
 from dynik_ros.retarget.calibration import Calibration
 from dynik_ros.retarget.config import ContactSpec, FootSpec, TargetSpec
+
+
+def toe_pitch(theta: float, full: float) -> tuple[float, float]:
+    """Sole pitch ``s(theta)`` on the toes and its slope ``ds/dtheta`` (module docstring; radians), ``full``
+    the heel-up pitch from which the sole pitches as the human foot does (``contact.toe_angle``)."""
+    start = full / 3.0
+    x = (theta - start) / (full - start)
+    if x <= 0.0:
+        return 0.0, 0.0
+    if x >= 1.0:
+        return theta, 1.0
+    h, dh = x * x * (3.0 - 2.0 * x), 6.0 * x * (1.0 - x)
+    return theta * h, h + theta * dh / (full - start)
 
 
 def _wrap(angle: float) -> float:
@@ -188,6 +211,7 @@ class FootContact:
         n = positions.shape[0]
         flags = np.full((n, len(self.feet)), -1, dtype=int)
         self.flat = np.zeros((n, len(self.feet)), dtype=bool)  # in contact for blend_time: level, held
+        self.toe = np.zeros((n, len(self.feet)), dtype=bool)  # in contact, pitched about the toe (w > 0)
         if not self.feet:
             return flags
         heights = self.human_sole_heights(p)
@@ -197,6 +221,8 @@ class FootContact:
         h_list, s_list, t_list = heights.tolist(), speeds.tolist(), np.asarray(times, dtype=float).tolist()
         blend = max(spec.blend_time, 1e-9)
         pivot_off = math.radians(spec.pivot_off)
+        toes = spec.toe == "pitch" and spec.flatten
+        toe_full = math.radians(spec.toe_angle)
         for f, row in enumerate(self.rows):
             sole = self.soles[f]
             for k in range(n):
@@ -239,23 +265,35 @@ class FootContact:
                         target += delta * math.exp(-(t - self.release_at[f]) / tau)
                     self.point[f] = -1  # anchored below, at the lowest point of this sample
                     self.release_delta[f] = None
+                on_toes = 0.0  # s(theta), module docstring: also after lift-off while the level weight fades
+                if toes:
+                    heel_up = math.asin(max(-1.0, min(1.0, -float(foot_rotations[k, f][2, 0]))))
+                    on_toes, slope = toe_pitch(heel_up, toe_full)
+                    self.toe[k, f] = self.in_contact[f] and on_toes > 0.0
                 alpha = self._level_weight(f, t)
                 if alpha > 0.0:  # towards the level sole (module docstring)
                     r_h = foot_rotations[k, f]
                     c, sn = math.cos(self.landing_yaw[f]), math.sin(self.landing_yaw[f])
                     level = np.array(((c, -sn, 0.0), (sn, c, 0.0), (0.0, 0.0, 1.0)))
+                    level_rate = np.zeros(3)
+                    if on_toes > 0.0:  # on the toes: level across, pitched about the toe line
+                        across = level[:, 1]  # the toe line's direction (the foot's y at the landing heading)
+                        level = pin.exp3(on_toes * across) @ level
+                        level_rate = slope * float(foot_omegas[k, f] @ across) * across
                     turn = pin.log3(r_h.T @ level)  # the whole way to level, in the human foot's frame
                     foot_rotations[k, f] = r_h @ pin.exp3(alpha * turn)
                     # feed-forward: the human's rotation fading out plus the blend's own rate d(alpha)/dt
                     rate_alpha = 0.0
                     if 0.0 < alpha < 1.0:
                         rate_alpha = 1.0 / blend if self.in_contact[f] else -self.level_at_release[f] / blend
-                    foot_omegas[k, f] = (1.0 - alpha) * foot_omegas[k, f] + rate_alpha * (r_h @ turn)
+                    foot_omegas[k, f] = (
+                        (1.0 - alpha) * foot_omegas[k, f] + rate_alpha * (r_h @ turn) + alpha * level_rate
+                    )
                 points = sole @ foot_rotations[k, f].T  # sole points in world orientation (m, 3)
                 j = int(points[:, 2].argmin())
                 if self.in_contact[f] and not spec.hold:  # contact without holding: only kept above the floor
                     flags[k, f] = j
-                    self.flat[k, f] = t - self.contact_at[f] >= spec.blend_time - 1e-9
+                    self.flat[k, f] = t - self.contact_at[f] >= spec.blend_time - 1e-9 and on_toes == 0.0
                 elif self.in_contact[f]:
                     if self.point[f] < 0:  # touch-down: the lowest point lands where it is
                         self.anchor[f] = target + points[j]
@@ -272,7 +310,7 @@ class FootContact:
                     rate[:] = -np.cross(foot_omegas[k, f], lever)
                     self.last[f] = target.copy()
                     flags[k, f] = j
-                    self.flat[k, f] = t - self.contact_at[f] >= spec.blend_time - 1e-9
+                    self.flat[k, f] = t - self.contact_at[f] >= spec.blend_time - 1e-9 and on_toes == 0.0
                     continue
                 delta = self.release_delta[f]
                 if delta is not None:
