@@ -80,9 +80,9 @@ def _walk(retargeter: Retargeter, flatten: bool, toe: str = "flat"):
 
 
 def test_g1_walk_stands_on_level_still_soles_and_the_option_turns_it_off():
-    """Level soles (toe: flat, every contact levelled); the synthetic walk's stance foot is heel-up 13-30 deg
-    (it lands on the forefoot), so with the default toe: pitch its contacts are on the toes: the toe point
-    then stays still and on the ground and the sole level across."""
+    """Level soles (toe: flat, the default: every contact levelled); the synthetic walk's stance foot is
+    heel-up 13-30 deg (it lands on the forefoot), so with toe: pitch its contacts are mostly on the toes: the
+    toe point then stays still and on the ground and the sole level across."""
     on, figures, after = _walk(Retargeter.from_config("g1"), flatten=True)
     for f, late in zip(figures, after, strict=True):
         assert f.phases >= 4
@@ -321,12 +321,15 @@ def _sole_poses(retargeter: Retargeter, q: np.ndarray, f: int = 0):
 
 def test_a_human_on_the_toes_gives_a_robot_sole_pitched_about_its_still_toe_and_flat_is_the_old_rule():
     """The human raises the left heel 45 deg about the ball of the foot (knee bending, hip still). With
-    ``contact.toe: pitch`` (default) the written robot sole pitches like the human foot (within 3 deg once it
+    ``contact.toe: pitch`` the written robot sole pitches like the human foot (within 3 deg once it
     passes toe_angle) about its toe point, which stays on the ground (<= 2.5 mm above or below) and still
     (<= 5 mm), level across (roll <= 1 deg); those samples are flagged on the toes, not flat. With
-    ``toe: flat`` (the rule before) the sole stays level and the ankle takes the pitch up."""
+    ``toe: flat`` (the default, the rule before) the sole stays level and the ankle takes the pitch up."""
     motion, heel = _heel_raise()
     rt = Retargeter.from_config("g1")
+    pitch = dataclasses.replace(rt.config.contact, toe="pitch")
+    rt.config = dataclasses.replace(rt.config, contact=pitch)
+    rt.contact.spec = pitch
     result = rt.retarget_motion(motion, settle=1.0)
     points, rotations = _sole_poses(rt, result.q)
     toe_flags = rt.contact.toe[:, 0]
@@ -345,13 +348,29 @@ def test_a_human_on_the_toes_gives_a_robot_sole_pitched_about_its_still_toe_and_
     assert left.toe_runs == 1 and left.toe_slide_max_mm <= 5.0 and left.toe_roll_max_deg <= 1.0, left.line()
     assert "on the toes" in left.line()
 
-    flat = Retargeter.from_config("g1")
-    spec = dataclasses.replace(flat.config.contact, toe="flat")
-    flat.config = dataclasses.replace(flat.config, contact=spec)
-    flat.contact.spec = spec
+    flat = Retargeter.from_config("g1")  # the maps' default: toe: flat
     level = flat.retarget_motion(motion, settle=1.0)
     _, level_rotations = _sole_poses(flat, level.q)
     assert not flat.contact.toe.any()
     late = level.times - level.times[0] >= 0.5  # after the start-up transient (the frozen first frame)
     tilt = np.degrees(np.arccos(np.clip(level_rotations[late, 2, 2], -1.0, 1.0)))
     assert tilt.max() <= 3.0  # level while the human heel is up
+
+
+def test_dynik_retarget_toe_pitch_writes_the_toe_class_and_the_default_has_none(tmp_path, capsys):
+    """The committed CMU excerpt (toe-off at the end of its contacts) with ``--toe pitch``: retarget.npz holds
+    the samples on the toes, the summary their own figures and the figures with them counted flat; the maps'
+    default (``toe: flat``) has none."""
+    from pathlib import Path
+
+    from dynik_ros.cli.retarget import main
+
+    excerpt = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
+    common = [str(excerpt), "--robot", "g1", "--no-bag", "--no-plots", "--quiet"]
+    assert main([*common, "--out", str(tmp_path / "pitch"), "--toe", "pitch"]) == 0
+    summary = capsys.readouterr().out
+    assert "on the toes" in summary and "toe samples counted flat" in summary
+    assert np.load(tmp_path / "pitch" / "retarget.npz")["on_toes"].any()
+    assert main([*common, "--out", str(tmp_path / "flat")]) == 0
+    assert "on the toes" not in capsys.readouterr().out
+    assert not np.load(tmp_path / "flat" / "retarget.npz")["on_toes"].any()

@@ -476,7 +476,7 @@ def test_a_sparse_take_is_tracked_as_well_as_a_dense_one():
     (a 30 Hz Mixamo walk at --time-scale 3 on the G1: MNTE 0.55, feet 1-3 m off). Now each 0.1 s is
     reached in 0.02 s IK steps towards interpolated targets; only the samples are written. With the soles
     levelled in every contact (toe: flat): MNTE 6.8e-4 against 4.2e-4 dense, position RMSE 10.4 against
-    7.5 mm. With the toe class (the default; this walk's stance foot is heel-up 13-30 deg, so its sole pitches
+    7.5 mm. With the toe class (toe: pitch; this walk's stance foot is heel-up 13-30 deg, so its sole pitches
     about the toe) the dense take tracks better (1.9e-4, 5.5 mm) and the sparse one about as before (4.4e-4,
     10.2 mm): the sparse take is checked against the levelled dense one there."""
     results = {}

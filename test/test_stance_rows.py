@@ -48,6 +48,9 @@ def test_stance_flags_are_the_same_sample_by_sample_as_for_a_whole_take():
 
     rt = Retargeter.from_config("g1")
     walk = synthetic_motion("walking", 3.0, 100.0)
+    pitch = dataclasses.replace(rt.config.contact, toe="pitch")
+    rt.config = dataclasses.replace(rt.config, contact=pitch)
+    rt.contact.spec = pitch
     whole, _ = rt.motion_measurements(walk)
     toe = rt.contact.toe.copy()  # the synthetic walk's stance foot is heel-up 13-30 deg: mostly on the toes
     rt.reset()
@@ -58,7 +61,7 @@ def test_stance_flags_are_the_same_sample_by_sample_as_for_a_whole_take():
         toe_one_by_one.append(rt.contact.toe[0].copy())
     assert toe.any()
     np.testing.assert_array_equal(np.array(toe_one_by_one), toe)  # the toe class is per sample too
-    contact = dataclasses.replace(rt.config.contact, toe="flat")  # every contact levelled: flat samples
+    contact = dataclasses.replace(rt.config.contact, toe="flat")  # the default: every contact levelled
     rt.config = dataclasses.replace(rt.config, contact=contact)
     rt.contact.spec = contact
     rt.reset()

@@ -226,6 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("weighted", "hard"),
         help="feet flat in contact: weighted targets (the maps' default) or hard QP rows (stance_rows.py)",
     )
+    parser.add_argument(
+        "--toe",
+        choices=("pitch", "flat"),
+        help="a contact with the human heel up: the sole kept level, the ankle taking the pitch up (the "
+        "maps' default), or pitched about its toe line (retarget/scaling.py)",
+    )
     parser.add_argument("--settle", type=float, default=1.0, help="IK seconds spent on the first frame first")
     parser.add_argument("--gain", type=float, help="set every target gain K of eq. (9), 1/s")
     parser.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="output bag storage")
@@ -330,6 +336,12 @@ def main(argv: list[str] | None = None) -> int:
 
             contact = replace(retargeter.config.contact, stance=args.stance)
             retargeter.config = replace(retargeter.config, contact=contact)
+        if args.toe is not None:
+            from dataclasses import replace
+
+            contact = replace(retargeter.config.contact, toe=args.toe)
+            retargeter.config = replace(retargeter.config, contact=contact)
+            retargeter.set_calibration(retargeter.calibration)  # the feet's contact machine reads the spec
         if args.balance:
             from dataclasses import replace
 

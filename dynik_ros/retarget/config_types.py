@@ -87,9 +87,10 @@ class ContactSpec:
     when the human foot's heading has turned that far about the vertical since then (a pivot on the heel
     or the ball of the foot); 0 switches it off.
 
-    ``toe``: ``pitch`` (a contact where the human heel is up more than ``toe_angle`` deg keeps the robot's toe
-    line on the ground, level across, and pitches the sole about it like the human's) or ``flat`` (every
-    contact levels the sole; the ankle takes the human's heel-up pitch): :mod:`dynik_ros.retarget.scaling`.
+    ``toe``: ``flat`` (the default: every contact levels the sole; the ankle takes the human's heel-up pitch)
+    or ``pitch`` (while the human heel is up, from ``toe_angle / 3`` and fully from ``toe_angle`` deg, the
+    robot's toe line stays on the ground, level across, and the sole pitches about it like the human's):
+    :mod:`dynik_ros.retarget.scaling`.
 
     ``stance``: ``weighted`` (the feet's targets are weighted rows like every other) or ``hard`` (while in
     contact a foot's targets are rows of the QP it must meet: :mod:`dynik_ros.core.stance_rows`)."""
@@ -105,7 +106,7 @@ class ContactSpec:
     blend_time: float = 0.1
     drift_off: float = 0.08
     pivot_off: float = 20.0
-    toe: str = "pitch"
+    toe: str = "flat"
     toe_angle: float = 30.0
     stance: str = "weighted"
 

@@ -34,7 +34,7 @@ when every one of those links has moved ``drift_off`` away (a slide) or the head
 a stance foot 20-160 deg); a held, level robot foot at the landing heading cannot follow either without
 slipping, so it lets go and may land again ``release_time`` later where and as the human foot then is.
 
-On the toes (``contact.toe: pitch``, the default; ``flat`` levels every contact as before): the human foot's
+On the toes (``contact.toe: pitch``; the default ``flat`` levels every contact as before): the human foot's
 heel-up pitch ``theta = asin(-x_z)`` of its target (0 standing, + toe down) gives the sole a pitch ``s(theta)
 = theta h((theta - a) / (b - a))`` about its toe line, ``h`` the smoothstep ``3x^2 - 2x^3`` clipped to [0, 1],
 ``b = toe_angle``, ``a = b / 3``: none on a flat or heel-striking foot, the human's own from ``b`` on,
