@@ -20,7 +20,7 @@ through the ament index (``ros-$ROS_DISTRO-example-robot-data``), its Python pac
 from __future__ import annotations
 
 import os
-import shutil
+import runpy
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -49,20 +49,9 @@ INTERFACES = ("joint_trajectory", "forward_command")
 HUMAN_URDFS = {"human66": "urdf/human66.urdf", "human48": "urdf/human48.urdf"}
 ROBOT_CONFIGS = {"g1": "config/g1.yaml", "icub": "config/icub.yaml", "talos": "config/talos.yaml"}
 RVIZ_CONFIG = "config/dynik.rviz"
-RVIZ_LAUNCH = "launch/rviz.launch.py"
 # A retargeting map names its robot's URDF as robot.urdf: "example-robot-data:<path under robots/>", an
 # absolute path, or a path relative to the map (the convention of dynik_ros.retarget.registry).
 EXAMPLE_ROBOT_DATA = "example-robot-data:"
-# Topics recorded by replay.launch.py (the DESIGN.md interface table, outputs plus the input).
-RECORDED_TOPICS = (
-    "/human/link_states",
-    "/dynik/joint_states",
-    "/dynik/base_odom",
-    "/dynik/markers",
-    "/diagnostics",
-    "/tf",
-)
-
 # name -> (default, description, choices). One place for the wording the README's launch table repeats.
 ARGUMENTS: dict[str, tuple[str | None, str, Sequence[str] | None]] = {
     "model": ("human66", "Human model tracked from the link states.", HUMAN_MODELS),
@@ -129,6 +118,18 @@ ARGUMENTS: dict[str, tuple[str | None, str, Sequence[str] | None]] = {
 # [m], roll, pitch, yaw [deg]; z up, so the floor is at camera z = 0.2) and the rigid body on the base
 SIM_MOCAP_CAMERA = (0.5, -1.0, 0.2, 0.0, 0.0, 30.0)
 SIM_MOCAP_MARKER = (0.0, 0.0, 0.1, 0.0, 0.0, 0.0)
+
+# Bag recording and RViz: dynik_launch_outputs.py, loaded by path like this module; its names are this
+# module's too (COMMON.record, COMMON.rviz_include, ...).
+_OUTPUTS = runpy.run_path(str(Path(__file__).resolve().with_name("dynik_launch_outputs.py")))
+RECORDED_TOPICS = _OUTPUTS["RECORDED_TOPICS"]
+STORAGE_PLUGINS = _OUTPUTS["STORAGE_PLUGINS"]
+RVIZ_LAUNCH = _OUTPUTS["RVIZ_LAUNCH"]
+RVIZ_PACKAGES = _OUTPUTS["RVIZ_PACKAGES"]
+rosbag2_missing = _OUTPUTS["rosbag2_missing"]
+record = _OUTPUTS["record"]
+rviz_missing = _OUTPUTS["rviz_missing"]
+rviz_include = _OUTPUTS["rviz_include"]
 
 
 def share_file(relative: str) -> Path:
@@ -504,102 +505,3 @@ def pipeline(
     )
     actions += wearable_actions
     return actions
-
-
-STORAGE_PLUGINS = {"mcap": "rosbag2_storage_mcap", "sqlite3": "rosbag2_storage_sqlite3"}
-
-
-def rosbag2_missing(storage: str) -> str | None:
-    """Why ``ros2 bag record --storage <storage>`` cannot run here, or None when it can.
-
-    Checks what the recorder needs, not only ``ros2`` on PATH: ros2cli with the ``bag`` verb (the Python
-    package ``ros2bag``, part of rosbag2) and the storage plugin package in the ament index. Before this,
-    a ros2cli without rosbag2 passed the check, ``ros2 bag record`` died at start and the replay ran
-    unrecorded.
-    """
-    import importlib.util
-
-    if shutil.which("ros2") is None:
-        return "'ros2' is not on PATH"
-    if importlib.util.find_spec("ros2bag") is None:
-        return "ros2cli has no 'bag' verb (rosbag2 is not installed: ros-$ROS_DISTRO-rosbag2)"
-    plugin = STORAGE_PLUGINS.get(storage)
-    if plugin is None:
-        return f"unknown storage {storage!r} (choose from {sorted(STORAGE_PLUGINS)})"
-    try:
-        from ament_index_python.packages import PackageNotFoundError, get_package_prefix
-    except ImportError:
-        return None  # no ament index to ask: let rosbag2 report a missing plugin itself
-    try:
-        get_package_prefix(plugin)
-    except PackageNotFoundError:
-        debian = "ros-$ROS_DISTRO-" + plugin.replace("_", "-")
-        return f"rosbag2's {storage} storage plugin is not installed ({debian})"
-    return None
-
-
-def record(out_bag: str, storage: str) -> launch.actions.ExecuteProcess:
-    """``ros2 bag record`` of :data:`RECORDED_TOPICS` (needs a ROS 2 install with rosbag2; in a pip-only
-    environment use ``dynik-ros run`` instead, which records through :mod:`dynik_ros.io.bags`). The
-    nodes' topics are absolute (DESIGN.md), so ``namespace`` does not change them."""
-    missing = rosbag2_missing(storage)
-    if missing:
-        raise RuntimeError(
-            f"out_bag needs 'ros2 bag record' and {missing}; "
-            "without rosbag2, 'dynik-ros run replay' replays and records in one process"
-        )
-    path = Path(out_bag).expanduser().resolve()
-    if path.exists():
-        raise RuntimeError(f"out_bag exists already, rosbag2 never overwrites: {path}")
-    return launch.actions.ExecuteProcess(
-        cmd=["ros2", "bag", "record", "--storage", storage, "--output", str(path), *RECORDED_TOPICS],
-        name="ros2_bag_record",
-        output="screen",
-    )
-
-
-RVIZ_PACKAGES = ("robot_state_publisher", "rviz2")
-
-
-def rviz_missing() -> str | None:
-    """Why ``rviz.launch.py`` cannot start here (its packages absent from the ament index), or None.
-
-    Checked before anything starts: launch_ros only finds a missing package when it starts that node,
-    after the pipeline's processes were started, and then tears them down while they are importing
-    (KeyboardInterrupt tracebacks around the real error)."""
-    try:
-        from ament_index_python.packages import PackageNotFoundError, get_package_prefix
-    except ImportError:
-        return None  # no ament index to ask: launch_ros reports it itself
-    missing = []
-    for package in RVIZ_PACKAGES:
-        try:
-            get_package_prefix(package)
-        except PackageNotFoundError:
-            missing.append(package)
-    if not missing:
-        return None
-    debians = ", ".join("ros-$ROS_DISTRO-" + p.replace("_", "-") for p in missing)
-    return f"rviz:=true needs {' and '.join(missing)}, not found in the ament index (install {debians})"
-
-
-def rviz_include(model: str, robot: str, args: Mapping[str, str]) -> launch.actions.IncludeLaunchDescription:
-    """``rviz.launch.py`` for ``model`` (human) or ``robot``; a RuntimeError naming what is missing when
-    RViz cannot run here (raised while the launch is set up, before any node starts)."""
-    from launch.launch_description_sources import PythonLaunchDescriptionSource
-
-    missing = rviz_missing()
-    if missing:
-        raise RuntimeError(missing)
-
-    arguments = {
-        "robot": robot,
-        "config_file": args.get("config_file", "") if robot else "",
-        "use_sim_time": args.get("use_sim_time", "false"),
-        "rviz_config": args.get("rviz_config", ""),
-    }
-    if not robot:  # rviz.launch.py's model allows the human models only: a robot pipeline leaves it alone
-        arguments["model"] = model
-    return launch.actions.IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(str(share_file(RVIZ_LAUNCH))), launch_arguments=arguments.items()
-    )

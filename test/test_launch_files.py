@@ -500,10 +500,11 @@ def test_pipelines_build_with_the_launch_api(launch_api, tmp_path):
 
 
 def _launch_common_function(name: str, *constants: str):
-    """A function (and module constants it uses) of dynik_launch_common.py, executed without `launch`."""
+    """A function (and module constants it uses) of the launch files' recording and RViz helpers
+    (dynik_launch_outputs.py, part of dynik_launch_common's namespace), executed without `launch`."""
     import shutil
 
-    tree = _tree(LAUNCH_DIR / "dynik_launch_common.py")
+    tree = _tree(LAUNCH_DIR / "dynik_launch_outputs.py")
     wanted = [
         node
         for node in tree.body
@@ -511,7 +512,7 @@ def _launch_common_function(name: str, *constants: str):
         or (isinstance(node, ast.Assign) and any(getattr(t, "id", None) in constants for t in node.targets))
     ]
     namespace: dict = {"shutil": shutil, "__name__": "dynik_launch_common_part"}
-    exec(compile(ast.Module(body=wanted, type_ignores=[]), "dynik_launch_common.py", "exec"), namespace)
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), "dynik_launch_outputs.py", "exec"), namespace)
     return namespace[name]
 
 
@@ -588,7 +589,23 @@ def test_rviz_checks_its_packages_before_anything_starts(monkeypatch):
     installed.add("robot_state_publisher")
     assert missing() is None
     # every include of rviz.launch.py goes through the check, and rviz.launch.py checks on its own
-    common = (LAUNCH_DIR / "dynik_launch_common.py").read_text(encoding="utf-8")
-    include = common[common.index("def rviz_include(") :]
+    outputs = (LAUNCH_DIR / "dynik_launch_outputs.py").read_text(encoding="utf-8")
+    include = outputs[outputs.index("def rviz_include(") :]
     assert include.index("rviz_missing()") < include.index("IncludeLaunchDescription(")
     assert "rviz_missing()" in (LAUNCH_DIR / "rviz.launch.py").read_text(encoding="utf-8")
+
+
+def test_the_shared_module_still_offers_the_recording_and_rviz_helpers():
+    """dynik_launch_common.py (what every launch file loads) keeps the names that moved to
+    dynik_launch_outputs.py: COMMON.record, COMMON.rviz_include, ... are the functions defined there."""
+    common = _tree(_common_module())
+    outputs = _tree(LAUNCH_DIR / "dynik_launch_outputs.py")
+    moved = {n.name for n in outputs.body if isinstance(n, ast.FunctionDef)}
+    moved |= {
+        t.id for n in outputs.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+    }
+    offered = {
+        t.id for n in common.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+    }
+    assert {"record", "rosbag2_missing", "rviz_include", "rviz_missing", "RECORDED_TOPICS"} <= moved
+    assert moved - {"SHARE"} <= offered, sorted(moved - {"SHARE"} - offered)
