@@ -61,42 +61,76 @@ def com_shift(retargeter, flags: np.ndarray, start: int, seconds: float = 3.0) -
     return np.array(q)
 
 
-def planted(factors: list[float], kp_scale: float, contact: float, kv_scale: float = 1.0) -> int:
-    """The planted walk retargeted onto the G1 with balance, played open loop at each slow-down."""
+def planted_trajectory(plan: str, factor: float = 1.0):
+    """``(retargeter, motion, flags, q)``: the planted walk ``factor`` times slower (its double and single
+    supports stretched, the contact thresholds following the clock, 100 Hz) retargeted onto the G1 with
+    the balance ``plan``."""
     from dynik_ros.motion.planted_walk import PlantedWalkSpec, planted_walk
     from dynik_ros.retarget.retargeter import Retargeter
+
+    retargeter = Retargeter.from_config("g1")
+    human = retargeter.config.human
+    base = PlantedWalkSpec()
+    spec = replace(
+        base, double_support=factor * base.double_support, single_support=factor * base.single_support
+    )
+    motion = planted_walk(spec, 100.0, height=human.height, mass=human.mass)
+    if factor != 1.0:
+        retargeter.time_scale_contact(factor)
+    balance = replace(retargeter.config.balance, enabled=True, plan=plan)
+    retargeter.config = replace(retargeter.config, balance=balance)
+    measurements, flags = retargeter.motion_measurements(motion)
+    balanced = retargeter.balanced(motion.times, measurements, flags)
+    q = np.asarray(retargeter.run(motion.times, balanced, settle=1.0, contacts=flags).q)
+    return retargeter, motion, flags, q
+
+
+def planted(
+    factors: list[float],
+    kp_scale: float,
+    contact: float,
+    kv_scale: float = 1.0,
+    plans: tuple = ("quasi_static",),
+    retime: bool = False,
+) -> int:
+    """The planted walk retargeted onto the G1 with balance (each of ``plans``), played open loop at each
+    slow-down: the 1x output played slower, or with ``retime`` the walk retargeted at that speed and
+    played as written (a dynamic plan holds only at the speed it was planned for)."""
+    from dynik_ros.retarget.zmp_figures import zmp_figures
     from dynik_ros.sim.simulator import SimConfig, Simulator
     from dynik_ros.sim.walk_playback import play
 
-    retargeter = Retargeter.from_config("g1")
-    retargeter.config = replace(retargeter.config, balance=replace(retargeter.config.balance, enabled=True))
-    human = retargeter.config.human
-    spec = PlantedWalkSpec()
-    motion = planted_walk(spec, 100.0, height=human.height, mass=human.mass)
-    measurements, flags = retargeter.motion_measurements(motion)
-    none = int((flags < 0).all(axis=1).sum())
-    measurements = retargeter.balanced(motion.times, measurements, flags)
-    q = np.asarray(retargeter.run(motion.times, measurements, settle=1.0, contacts=flags).q)
     print(
-        f"planted walk: {spec.steps} steps, {len(motion.times)} samples at 100 Hz, samples without a foot in "
-        f"contact: {none}; sim: kp_scale {kp_scale:g}, kv_scale {kv_scale:g}, "
-        f"contact time constant {contact:g} s"
+        f"planted walk (4 steps, 100 Hz), {'retargeted at' if retime else 'the 1x output played at'} each "
+        f"speed; sim: kp_scale {kp_scale:g}, kv_scale {kv_scale:g}, contact time constant {contact:g} s"
     )
     print(
-        f"  {'slower':>6} {'result':<28} {'min height':>10} {'max tilt':>8} {'|tilt - plan|':>13} "
-        f"{'walked':>13}"
+        f"  {'plan':<12} {'slower':>6} {'result':<28} {'min height':>10} {'max tilt':>8} "
+        f"{'|tilt - plan|':>13} {'walked':>13} {'ZMP >= 1 cm in':>14}"
     )
-    for factor in factors:
+    cache: dict = {}
+    for name, factor in ((p, f) for p in plans for f in factors):
+        key = (name, factor if retime else 1.0)
+        if key not in cache:
+            retargeter, motion, flags, q = planted_trajectory(name, key[1])
+            figures = zmp_figures(
+                retargeter.robot, motion.times, q, flags, retargeter.config.feet,
+                retargeter.config.balance.sole_half_width, retargeter.contact.robot_ground,
+            )  # fmt: skip
+            cache[key] = (retargeter, motion, q, figures.fraction_inside(0.01))
+        retargeter, motion, q, inside = cache[key]
         config = SimConfig(
             base_mode="free", kp_scale=kp_scale, kv_scale=kv_scale, contact_time_constant=contact
         )
         sim = Simulator.from_robot("g1", config)
-        f = play(sim, retargeter.robot.joint_names, motion.times, q, time_scale=factor)
+        scale = 1.0 if retime else factor
+        f = play(sim, retargeter.robot.joint_names, motion.times, q, time_scale=scale)
         result = "stands" if f.fell_at is None else f"falls at sample {f.fell_sample} ({f.fell_at:.1f} s)"
         print(
-            f"  {factor:>5g}x {result:<28} {f.min_height:>8.3f} m {f.max_tilt:>6.1f} deg "
+            f"  {name:<12} {factor:>5g}x {result:<28} {f.min_height:>8.3f} m {f.max_tilt:>6.1f} deg "
             f"{f.max_tilt_error:>9.1f} deg "
-            f"{f.travelled:>5.2f} / {f.planned_travel:.2f} m"
+            f"{f.travelled:>5.2f} / {f.planned_travel:.2f} m {100 * inside:>12.1f} %",
+            flush=True,
         )
     return 0
 
@@ -115,9 +149,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--planted", action="store_true", help="the planted walk, open loop (docstring)")
     parser.add_argument("--contact", type=float, default=0.02, help="ground contact time constant [s]")
     parser.add_argument("--kv-scale", type=float, default=1.0, help="servo damping scale (SimConfig)")
+    parser.add_argument(
+        "--plan",
+        nargs="+",
+        choices=("quasi_static", "zmp"),
+        default=["quasi_static"],
+        help="--planted: the balance plan(s) (retarget/balance.py, retarget/zmp_plan.py), each played",
+    )
+    parser.add_argument(
+        "--retime",
+        action="store_true",
+        help="--planted: retarget the walk at each --slow speed and play it as written",
+    )
     args = parser.parse_args(argv)
     if args.planted:
-        return planted(args.slow, args.kp_scale, args.contact, args.kv_scale)
+        return planted(args.slow, args.kp_scale, args.contact, args.kv_scale, tuple(args.plan), args.retime)
     args.slow = args.slow[0]
     from dynik_ros.retarget.human import synthetic_human_motion
     from dynik_ros.retarget.retargeter import Retargeter

@@ -244,6 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
         "summary line and com_track.png",
     )
     parser.add_argument(
+        "--balance-plan",
+        choices=("quasi_static", "zmp"),
+        help="with balance: the CoM plan, quasi-static (the map's default) or dynamic (ZMP in the support, "
+        "retarget/zmp_plan.py; implies --balance; summary line 'zmp:')",
+    )
+    parser.add_argument(
         "--video",
         type=Path,
         help="also render the human and the robot side by side: .png (a strip of --frames), .gif or .mp4",
@@ -342,10 +348,12 @@ def main(argv: list[str] | None = None) -> int:
             contact = replace(retargeter.config.contact, toe=args.toe)
             retargeter.config = replace(retargeter.config, contact=contact)
             retargeter.set_calibration(retargeter.calibration)  # the feet's contact machine reads the spec
-        if args.balance:
+        if args.balance or args.balance_plan:
             from dataclasses import replace
 
             balance = replace(retargeter.config.balance, enabled=True)
+            if args.balance_plan:
+                balance = replace(balance, plan=args.balance_plan)
             retargeter.config = replace(retargeter.config, balance=balance)
         if sum(x is not None for x in (args.input, args.bag, args.npz, args.motion)) > 1:
             parser.error("give one input: a capture file, --bag, --npz or --motion")

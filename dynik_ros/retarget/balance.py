@@ -49,7 +49,10 @@ BALANCE_KEYS = (
     "recovery_gain",
     "root_weight_scale",
     "upper_weight_scale",
+    "plan",
+    "com_height",
 )
+PLANS = ("quasi_static", "zmp")
 REGULARIZER_KEYS = ("state_weight", "velocity_weight", "velocity_threshold")
 
 
@@ -68,6 +71,12 @@ class BalanceSpec:
     recovery_gain: float = 10.0
     root_weight_scale: float = 0.1
     upper_weight_scale: float = 5.0
+    plan: str = "quasi_static"  # or "zmp": the dynamic plan of retarget/zmp_plan.py (no hard support rows)
+    com_height: float = 0.0  # the ZMP plan's cart-table height above the ground [m]; 0: the start pose's
+
+    def __post_init__(self) -> None:
+        if self.plan not in PLANS:
+            raise ValueError(f"balance.plan must be one of {', '.join(PLANS)}, got {self.plan!r}")
 
 
 def balance_from_dict(reader, node) -> BalanceSpec:
@@ -79,6 +88,10 @@ def balance_from_dict(reader, node) -> BalanceSpec:
             continue
         if key in ("enabled", "hard_support"):
             values[key] = reader.boolean(node[key], f"balance.{key}")
+        elif key == "plan":
+            values[key] = reader.string(node[key], "balance.plan")
+            if values[key] not in PLANS:
+                raise reader.error("balance.plan", f"must be one of {', '.join(PLANS)}")
         else:
             values[key] = reader.number(node[key], f"balance.{key}", minimum=0.0)
     return BalanceSpec(**values)
@@ -122,11 +135,14 @@ def ik_config(spec: BalanceSpec, feet, base: DynamicalIKConfig | None = None) ->
         com_weight=(spec.com_weight, spec.com_weight, 0.0),
         com_gain=spec.com_gain,
         support=support_frames(feet, spec.sole_half_width),
-        hard_support=spec.hard_support,
+        hard_support=spec.hard_support and spec.plan != "zmp",  # the ZMP plan's CoM may leave the support
         margin=spec.margin,
         recovery_gain=spec.recovery_gain,
     )
-    return replace(base or DynamicalIKConfig(), balance=balance)
+    config = replace(base or DynamicalIKConfig(), balance=balance)
+    if spec.plan == "zmp":  # no support rows to switch to Euler, and Adams chatters (zmp_balance.py)
+        config = replace(config, integration="euler")
+    return config
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
@@ -195,6 +211,10 @@ class BalancedTargets:
         self, times: np.ndarray, measurements: Sequence[Measurements], flags: np.ndarray
     ) -> list[Measurements]:
         support, com, velocity = plan(np.asarray(times, float), flags, self.centres(measurements), self.spec)
+        if self.spec.plan == "zmp":  # the quasi-static targets become the dynamic plan's references
+            from dynik_ros.retarget.zmp_balance import dynamic_targets
+
+            com, velocity = dynamic_targets(self, times, measurements, flags, com)
         return [
             replace(m, com_position=com[k], com_velocity=velocity[k], contacts=support[k])
             for k, m in enumerate(measurements)
@@ -380,6 +400,18 @@ def balance_report(retargeter, result, plot_path: Path | None) -> tuple[str, Pat
         if valid.any()
         else "balance: no sample with a foot in contact"
     )
+    if spec.plan == "zmp":
+        from dynik_ros.retarget.zmp_figures import zmp_figures
+
+        zmp = zmp_figures(
+            retargeter.robot, result.times, result.q, result.contacts, retargeter.config.feet,
+            spec.sole_half_width, retargeter.contact.robot_ground,
+        )  # fmt: skip
+        line += (
+            f"\nzmp: whole-body ZMP >= 1 cm inside the support on {100 * zmp.fraction_inside(0.01):.1f} % "
+            f"of the {zmp.counted} samples with a foot in contact "
+            f"(median {1e3 * np.nanmedian(zmp.distance):.1f} mm)"
+        )
     plot = None
     if plot_path is not None:
         plot = plot_support(plot_path, {"balanced": figures}, f"{retargeter.config.name}: CoM ground track")

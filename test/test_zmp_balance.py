@@ -1,0 +1,119 @@
+"""``balance.plan: zmp`` (retarget/zmp_balance.py): the retargeted walk's CoM follows the dynamic plan, the
+written trajectory's whole-body ZMP is checked, and the G1 walks the planted walk at its own speed in real
+MuJoCo with a free base (sim time only: deterministic, no wall clock), where the quasi-static plan falls."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from dynik_ros.core.com_objective import halfplanes
+from dynik_ros.motion.planted_walk import PlantedWalkSpec, planted_walk
+from dynik_ros.retarget.retargeter import Retargeter
+
+SPEC = PlantedWalkSpec(steps=3)  # 1 s standing, 3 steps of 1.25 s (0.25 s double support), 1 s standing
+
+
+def retargeted(plan: str):
+    """The planted walk retargeted onto the G1 with the balance ``plan``: (retargeter, motion, flags,
+    balanced measurements, q)."""
+    retargeter = Retargeter.from_config("g1")
+    human = retargeter.config.human
+    motion = planted_walk(SPEC, 100.0, height=human.height, mass=human.mass)
+    balance = replace(retargeter.config.balance, enabled=True, plan=plan)
+    retargeter.config = replace(retargeter.config, balance=balance)
+    measurements, flags = retargeter.motion_measurements(motion)
+    balanced = retargeter.balanced(motion.times, measurements, flags)
+    result = retargeter.run(motion.times, balanced, settle=1.0, contacts=flags)
+    assert result.solved.all()
+    return retargeter, motion, flags, balanced, np.asarray(result.q)
+
+
+@pytest.fixture(scope="module")
+def zmp_walk():
+    return retargeted("zmp")
+
+
+@pytest.fixture(scope="module")
+def quasi_static_walk():
+    return retargeted("quasi_static")
+
+
+def test_balance_plan_key_and_ik_rows():
+    from dynik_ros.retarget.balance import ik_config
+    from dynik_ros.retarget.config import RetargetConfigError, config_from_dict
+    from dynik_ros.retarget.registry import load_robot
+
+    data = load_robot("g1").config.to_dict()
+    assert data["balance"]["plan"] == "quasi_static"  # the default
+    data["balance"] = {**data["balance"], "enabled": True, "plan": "zmp"}
+    config = config_from_dict(data, "g1.yaml")
+    assert config.balance.plan == "zmp" and config_from_dict(config.to_dict()).balance == config.balance
+    data["balance"]["plan"] = "capture"
+    with pytest.raises(RetargetConfigError, match="balance.plan"):
+        config_from_dict(data, "bad.yaml")
+    static = ik_config(replace(config.balance, plan="quasi_static"), config.feet)
+    dynamic = ik_config(config.balance, config.feet)
+    assert static.balance.hard_support and static.integration == "adams"  # unchanged
+    assert not dynamic.balance.hard_support  # the dynamic plan's CoM leaves the stance sole
+    assert dynamic.integration == "euler"
+
+
+def test_written_com_follows_the_plan_whose_zmp_is_inside_the_support(zmp_walk):
+    from dynik_ros.retarget.balance import BalancedTargets
+    from dynik_ros.retarget.zmp_balance import com_height, target_polygons
+
+    retargeter, motion, flags, balanced, q = zmp_walk
+    plan = np.array([m.com_position[:2] for m in balanced])
+    h, z, g = 0.01, com_height(retargeter), 9.81
+    zmp = plan[1:-1] - z / g * (plan[2:] - 2 * plan[1:-1] + plan[:-2]) / h**2
+    polygons = target_polygons(BalancedTargets(retargeter, retargeter.config.balance), balanced, flags)
+    margin = retargeter.config.balance.margin
+    for k, polygon in enumerate(polygons[1:-1]):
+        a, b = halfplanes(polygon, margin)
+        assert np.all(a @ zmp[k] <= b + 1e-4), k
+    data = retargeter.robot.model.createData()
+    com = np.array([pin.centerOfMass(retargeter.robot.model, data, x)[:2] for x in q])
+    assert np.abs(com - plan).max() < 3e-3  # the CoM rows track c_k (measured 0.9 mm)
+    from dynik_ros.retarget.balance import support_figures
+
+    feet, half = retargeter.config.feet, retargeter.config.balance.sole_half_width
+    inside = support_figures(retargeter.robot, q, flags, feet, half).fraction_inside(0.01)
+    assert inside < 0.9  # no hard CoM-in-support rows: the CoM swings past the stance sole's edge
+
+
+def test_whole_body_zmp_summary_line(tmp_path):
+    from dynik_ros.cli.retarget import main
+
+    out = tmp_path / "zmp"
+    args = ["--robot", "g1", "--motion", "planted_walk", "--duration", "4.5", "--rate", "100"]
+    assert main([*args, "--balance-plan", "zmp", "--out", str(out), "--no-bag", "--no-plots", "--quiet"]) == 0
+    lines = (out / "summary.txt").read_text().splitlines()
+    zmp = next(x for x in lines if x.startswith("zmp: whole-body ZMP >= 1 cm inside the support on "))
+    share = float(zmp.split(" on ")[1].split(" %")[0])
+    assert 50.0 < share < 100.0  # the detection's contact switches kink the swing leg (README)
+    assert any(x.startswith("balance: CoM") for x in lines)
+
+
+def test_zmp_planned_walk_walks_at_its_own_speed_in_mujoco(zmp_walk, quasi_static_walk):
+    pytest.importorskip("mujoco")
+    from dynik_ros.sim.simulator import SimConfig, Simulator
+    from dynik_ros.sim.walk_playback import play
+
+    def run(walk):
+        retargeter, motion, _, _, q = walk
+        config = SimConfig(base_mode="free", kp_scale=4.0, contact_time_constant=0.005)
+        return play(Simulator.from_robot("g1", config), retargeter.robot.joint_names, motion.times, q)
+
+    dynamic = run(zmp_walk)
+    motion = zmp_walk[1]
+    assert dynamic.fell_at is None
+    assert dynamic.duration == pytest.approx(2.0 + motion.times[-1] - motion.times[0] + 1.0, abs=0.01)
+    assert dynamic.min_height > 0.65
+    assert dynamic.max_tilt_error < 5.0
+    assert dynamic.travelled > 0.9 * dynamic.planned_travel > 0.3
+    static = run(quasi_static_walk)  # the same walk, same speed and sim, CoM kept over the stance sole
+    assert static.fell_at is not None
