@@ -98,6 +98,22 @@ def test_whole_body_zmp_summary_line(tmp_path):
     assert any(x.startswith("balance: CoM") for x in lines)
 
 
+def test_infeasible_real_walk_gets_the_least_violation_plan_and_says_so(tmp_path):
+    """The CMU excerpt at its own speed: double supports of 25 and 83 ms with the feet 0.5 m apart, cut
+    mid-stride (the plan starts and ends at rest); no cart-table CoM keeps its ZMP on the soles, the summary
+    says how far past them the plan had to let it go."""
+    from pathlib import Path
+
+    from dynik_ros.cli.retarget import main
+
+    bvh = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
+    out = tmp_path / "cmu"
+    args = [str(bvh), "--robot", "g1", "--balance-plan", "zmp", "--out", str(out), "--no-bag", "--no-plots"]
+    assert main([*args, "--quiet"]) == 0
+    line = next(x for x in (out / "summary.txt").read_text().splitlines() if x.startswith("zmp:"))
+    assert "plan INFEASIBLE with the 15 mm margin: planned with the ZMP allowed " in line
+
+
 def test_zmp_planned_walk_walks_at_its_own_speed_in_mujoco(zmp_walk, quasi_static_walk):
     pytest.importorskip("mujoco")
     from dynik_ros.sim.simulator import SimConfig, Simulator

@@ -197,6 +197,7 @@ class BalancedTargets:
         self._rows = list(retargeter.contact.rows)
         ori = {t.frame: i for i, t in enumerate(retargeter.targets.orientation_targets)}
         self._ori_rows = [ori.get(f.frame) for f in feet]
+        self.zmp_plan = None  # the ZmpPlan of the last apply() with plan: zmp
 
     def centres(self, measurements: Sequence[Measurements]) -> np.ndarray:
         """World sole centre of each foot target ``(N, n_feet, 3)``."""
@@ -214,7 +215,7 @@ class BalancedTargets:
         if self.spec.plan == "zmp":  # the quasi-static targets become the dynamic plan's references
             from dynik_ros.retarget.zmp_balance import dynamic_targets
 
-            com, velocity = dynamic_targets(self, times, measurements, flags, com)
+            com, velocity, self.zmp_plan = dynamic_targets(self, times, measurements, flags, com)
         return [
             replace(m, com_position=com[k], com_velocity=velocity[k], contacts=support[k])
             for k, m in enumerate(measurements)
@@ -401,6 +402,7 @@ def balance_report(retargeter, result, plot_path: Path | None) -> tuple[str, Pat
         else "balance: no sample with a foot in contact"
     )
     if spec.plan == "zmp":
+        from dynik_ros.retarget.zmp_balance import plan_note
         from dynik_ros.retarget.zmp_figures import zmp_figures
 
         zmp = zmp_figures(
@@ -410,7 +412,7 @@ def balance_report(retargeter, result, plot_path: Path | None) -> tuple[str, Pat
         line += (
             f"\nzmp: whole-body ZMP >= 1 cm inside the support on {100 * zmp.fraction_inside(0.01):.1f} % "
             f"of the {zmp.counted} samples with a foot in contact "
-            f"(median {1e3 * np.nanmedian(zmp.distance):.1f} mm)"
+            f"(median {1e3 * np.nanmedian(zmp.distance):.1f} mm){plan_note(retargeter.zmp_plan, spec.margin)}"
         )
     plot = None
     if plot_path is not None:

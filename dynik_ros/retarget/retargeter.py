@@ -124,6 +124,7 @@ class Retargeter:
         links += [f.link for f in self.config.feet] + [f.toe for f in self.config.feet if f.toe]
         self.links: list[str] = list(dict.fromkeys(links))
         self._q0 = spec.initial_configuration()
+        self.zmp_plan = None  # the last balanced() take's ZmpPlan (balance.plan: zmp; zmp_balance.py)
         if calibration is None:
             if self.config.calibration_file is not None:
                 calibration = Calibration.load(self.config.calibration_file)
@@ -254,7 +255,10 @@ class Retargeter:
             return list(measurements)
         from dynik_ros.retarget.balance import BalancedTargets
 
-        return BalancedTargets(self, self.config.balance).apply(times, measurements, flags)
+        balanced = BalancedTargets(self, self.config.balance)
+        out = balanced.apply(times, measurements, flags)
+        self.zmp_plan = balanced.zmp_plan
+        return out
 
     def make_ik(self, config: DynamicalIKConfig | None = None, q0: np.ndarray | None = None) -> DynamicalIK:
         """A :class:`DynamicalIK` for the robot and these targets, from :meth:`initial_configuration` (also

@@ -17,7 +17,7 @@ import pinocchio as pin
 
 from dynik_ros.core.com_objective import convex_hull
 from dynik_ros.core.targets import Measurements
-from dynik_ros.retarget.zmp_plan import ZmpPlan, ZmpPlanSpec, solve_zmp_plan
+from dynik_ros.retarget.zmp_plan import ZmpPlan, ZmpPlanSpec, relaxed_plan
 
 
 def target_polygons(balanced, measurements: Sequence[Measurements], flags: np.ndarray) -> list:
@@ -51,26 +51,41 @@ def com_height(retargeter) -> float:
 
 
 def zmp_plan_of(balanced, times, measurements, flags, reference: np.ndarray) -> ZmpPlan:
-    """The ZMP plan of a take: polygons from the targets, ``reference`` ``(N, >= 2)`` for CoM and ZMP."""
-    spec = balanced.spec
+    """The ZMP plan of a take: polygons from the targets, ``reference`` ``(N, >= 2)`` for CoM and ZMP. When
+    it has no solution at the map's margin (a real walk's double supports too short for its steps), the
+    plan at the largest margin that has one (:func:`.zmp_plan.relaxed_plan`; the summary says which)."""
     polygons = target_polygons(balanced, measurements, flags)
     reference = np.asarray(reference, dtype=float)[:, :2]
-    return solve_zmp_plan(
-        np.asarray(times, dtype=float),
-        polygons,
-        com_height(balanced.retargeter),
-        reference,
-        reference,
-        ZmpPlanSpec(margin=spec.margin),
-    )
+    height = com_height(balanced.retargeter)
+    spec = ZmpPlanSpec(margin=balanced.spec.margin)
+    return relaxed_plan(np.asarray(times, dtype=float), polygons, height, reference, reference, spec)
 
 
 def dynamic_targets(
     balanced, times, measurements, flags, reference: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(com (N, 3), velocity (N, 3))`` for the CoM rows: the ZMP plan (horizontal; no vertical row)."""
+) -> tuple[np.ndarray, np.ndarray, ZmpPlan]:
+    """``(com (N, 3), velocity (N, 3), plan)`` for the CoM rows: the ZMP plan (horizontal; no z row)."""
     result = zmp_plan_of(balanced, times, measurements, flags, reference)
     com = np.zeros((len(times), 3))
     velocity = np.zeros((len(times), 3))
     com[:, :2], velocity[:, :2] = result.com, result.velocity
-    return com, velocity
+    return com, velocity, result
+
+
+def plan_note(plan: ZmpPlan | None, margin: float) -> str:
+    """The summary's words on the plan: feasible at the map's ``margin``, or the margin it needed."""
+    if plan is None:
+        return ""
+    if plan.margin >= margin - 1e-12:
+        return f"; plan feasible with the {1e3 * margin:g} mm margin"
+    needed = (
+        f"the ZMP allowed {-1e3 * plan.margin:.0f} mm past the soles"
+        if plan.margin < 0
+        else f"a {1e3 * plan.margin:.0f} mm margin"
+    )
+    past = np.flatnonzero(plan.distance < margin - 1e-4)
+    return (
+        f"; plan INFEASIBLE with the {1e3 * margin:g} mm margin: planned with {needed} (the least that "
+        f"solves), its ZMP inside by less than the margin on {len(past)} samples from t = "
+        f"{plan.times[past[0]]:.2f} s"
+    )

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import osqp
@@ -38,11 +38,12 @@ import scipy.sparse as sp
 from dynik_ros.core.com_objective import halfplanes, support_distance
 
 GRAVITY = 9.81
-# sigma and refinement: the cost spans ~1e8 (jerk vs weak tracking); with OSQP's defaults the polished
-# solution of a held single support was 2.5 mm off the analytic one
+# The cost spans ~1e8 (jerk vs weak tracking). sigma and refinement: with OSQP's defaults the polished
+# solution of a held single support was 2.5 mm off the analytic one (now 2e-6 m). eps 1e-5: at 1e-9 OSQP
+# ran out of iterations on the real CMU take at x1 and x4; the polygon rows are checked after the solve.
 _OSQP = {
-    "eps_abs": 1e-9,
-    "eps_rel": 1e-9,
+    "eps_abs": 1e-5,
+    "eps_rel": 1e-5,
     "max_iter": 100000,
     "polishing": True,
     "sigma": 1e-9,
@@ -75,6 +76,7 @@ class ZmpPlan:
     acceleration: np.ndarray  # (N, 2)
     zmp: np.ndarray  # (N, 2) cart-table ZMP of ``com``
     distance: np.ndarray  # (N,) ZMP distance inside the (unshrunk) polygon [m]; NaN: no polygon
+    margin: float = 0.0  # the shrink it was solved with (negative: the polygons enlarged, relaxed_plan)
 
 
 def second_difference(n: int, h: float) -> sp.csr_matrix:
@@ -189,7 +191,7 @@ def solve_zmp_plan(
     )  # fmt: skip
     result = solver.solve(raise_error=False)  # infeasibility is reported below
     status = str(result.info.status)
-    if result.x is None or not np.all(np.isfinite(result.x)) or "solved" not in status.lower():
+    if result.x is None or not np.all(np.isfinite(result.x)) or status != "solved":
         raise ZmpPlanError(f"the ZMP plan is infeasible or unsolved (OSQP: {status})")
     c = np.column_stack((result.x[:n], result.x[n:]))
     p = np.column_stack([zmp @ c[:, a] for a in range(2)])
@@ -214,4 +216,34 @@ def solve_zmp_plan(
         distance = np.array(
             [np.nan if q is None else support_distance(p[k], q) for k, q in enumerate(polygons)]
         )
-    return ZmpPlan(times, c, velocity, acceleration, p, distance)
+    return ZmpPlan(times, c, velocity, acceleration, p, distance, spec.margin)
+
+
+def relaxed_plan(
+    times, polygons, com_height, reference, zmp_reference=None, spec: ZmpPlanSpec | None = None, widest=0.2
+) -> ZmpPlan:
+    """:func:`solve_zmp_plan`, or when it has no solution the plan with the largest margin that has one,
+    found by bisection down to ``spec.margin - widest`` (a negative margin enlarges the polygons; to 1 mm):
+    the answer to "how far past the soles would the ZMP have to go". Raises when even that has none."""
+    spec = spec or ZmpPlanSpec()
+    args = (times, polygons, com_height, reference, zmp_reference)
+    try:
+        return solve_zmp_plan(*args, spec)
+    except ZmpPlanError as exc:
+        if "narrower" in str(exc) or "no sample" in str(exc):
+            raise
+        first = exc
+    low, high = spec.margin - widest, spec.margin  # feasible at low (checked), not at high
+    try:
+        best = solve_zmp_plan(*args, replace(spec, margin=low))
+    except ZmpPlanError:
+        raise ZmpPlanError(
+            f"{first}; still none with the polygons enlarged by {widest - spec.margin:g} m"
+        ) from None
+    while high - low > 1e-3:
+        middle = 0.5 * (low + high)
+        try:
+            best, low = solve_zmp_plan(*args, replace(spec, margin=middle)), middle
+        except ZmpPlanError:
+            high = middle
+    return best
