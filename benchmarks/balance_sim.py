@@ -15,6 +15,15 @@ time constant ``--contact`` (MuJoCo's default 0.02 s), open loop (``sim/walk_pla
 ``--slow`` value:
 
     .venv/bin/python benchmarks/balance_sim.py --planted --slow 4 8 12 16 --contact 0.005
+
+``--plan zmp quasi_static`` plays the walk retargeted with each balance plan (``retarget/zmp_plan.py``: the
+dynamic plan); ``--retime`` retargets the walk itself ``--slow`` times slower (its supports stretched, the
+contact thresholds following the clock) and plays it as written, since a dynamic plan only holds at the
+speed it was planned for; ``--steps`` sets the walk's steps (default 4). Each line also gives the share of
+contact samples whose whole-body ZMP (``retarget/zmp_figures.py``) is >= 1 cm inside the support.
+
+    .venv/bin/python benchmarks/balance_sim.py --planted --retime --plan zmp quasi_static --slow 1 2 \
+        --steps 3 --kp-scale 4 --contact 0.005
 """
 
 from __future__ import annotations
@@ -61,7 +70,7 @@ def com_shift(retargeter, flags: np.ndarray, start: int, seconds: float = 3.0) -
     return np.array(q)
 
 
-def planted_trajectory(plan: str, factor: float = 1.0):
+def planted_trajectory(plan: str, factor: float = 1.0, steps: int = 4):
     """``(retargeter, motion, flags, q)``: the planted walk ``factor`` times slower (its double and single
     supports stretched, the contact thresholds following the clock, 100 Hz) retargeted onto the G1 with
     the balance ``plan``."""
@@ -70,7 +79,7 @@ def planted_trajectory(plan: str, factor: float = 1.0):
 
     retargeter = Retargeter.from_config("g1")
     human = retargeter.config.human
-    base = PlantedWalkSpec()
+    base = PlantedWalkSpec(steps=steps)
     spec = replace(
         base, double_support=factor * base.double_support, single_support=factor * base.single_support
     )
@@ -92,6 +101,7 @@ def planted(
     kv_scale: float = 1.0,
     plans: tuple = ("quasi_static",),
     retime: bool = False,
+    steps: int = 4,
 ) -> int:
     """The planted walk retargeted onto the G1 with balance (each of ``plans``), played open loop at each
     slow-down: the 1x output played slower, or with ``retime`` the walk retargeted at that speed and
@@ -101,7 +111,8 @@ def planted(
     from dynik_ros.sim.walk_playback import play
 
     print(
-        f"planted walk (4 steps, 100 Hz), {'retargeted at' if retime else 'the 1x output played at'} each "
+        f"planted walk ({steps} steps, 100 Hz), "
+        f"{'retargeted at' if retime else 'the 1x output played at'} each "
         f"speed; sim: kp_scale {kp_scale:g}, kv_scale {kv_scale:g}, contact time constant {contact:g} s"
     )
     print(
@@ -112,7 +123,7 @@ def planted(
     for name, factor in ((p, f) for p in plans for f in factors):
         key = (name, factor if retime else 1.0)
         if key not in cache:
-            retargeter, motion, flags, q = planted_trajectory(name, key[1])
+            retargeter, motion, flags, q = planted_trajectory(name, key[1], steps)
             figures = zmp_figures(
                 retargeter.robot, motion.times, q, flags, retargeter.config.feet,
                 retargeter.config.balance.sole_half_width, retargeter.contact.robot_ground,
@@ -161,9 +172,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="--planted: retarget the walk at each --slow speed and play it as written",
     )
+    parser.add_argument("--steps", type=int, default=4, help="--planted: steps of the walk (>= 2)")
     args = parser.parse_args(argv)
     if args.planted:
-        return planted(args.slow, args.kp_scale, args.contact, args.kv_scale, tuple(args.plan), args.retime)
+        plans = tuple(args.plan)
+        return planted(args.slow, args.kp_scale, args.contact, args.kv_scale, plans, args.retime, args.steps)
     args.slow = args.slow[0]
     from dynik_ros.retarget.human import synthetic_human_motion
     from dynik_ros.retarget.retargeter import Retargeter
