@@ -182,6 +182,9 @@ CAPTURES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
      "trangdang168/animation-toolkit commit b63470d motions/Nikki/Session1/120_Nikki_MedWalk_Trim.bvh", ()),
     ("nikki_fast_walk.bvh", "the same subject's fast walk, BVH 120 Hz, 1.4 s",
      "trangdang168/animation-toolkit commit b63470d motions/Nikki/Session1/120_Nikki_FastWalk.bvh", ()),
+    ("lafan1_walk1_subject1_start.bvh", "LAFAN1 walk1_subject1, its first 1.4 s, BVH 30 Hz",
+     "muzi2018/GMR data/lafan1/walk1_subject1.bvh (a 91-frame cut; frames 0-40 assembled from read_file "
+     "pages; LAFAN1 is CC BY-NC-ND 4.0: read here, never copied into the repository)", ()),
 )  # fmt: skip
 
 # Captures of the table that are not walks: the sole targets are for walking; these are reported.

@@ -255,3 +255,42 @@ def test_a_users_skeleton_map_yaml(tmp_path, walk):
     mapping.write_text("name: odd\nsegments:\n  Pelvis: bone_00\n  LeftElbow: bone_13\n")
     with pytest.raises(SkeletonMapError, match=r"odd\.yaml: segments: \['LeftElbow'\] are not Xsens"):
         read_bvh(path, skeleton=mapping)
+
+
+def test_a_rest_pose_lying_down_takes_the_first_frame_as_reference(tmp_path):
+    """LAFAN1's rest pose lies (its root rotation stands the body up; the legs fold along the spine): its
+    per-bone shortest rotations onto the T-pose gave legs turned half round (on a real LAFAN1 walk G1's legs
+    MNTE 1.02, a hip 177 deg off). A file written with such a rest pose (the T-pose turned 90 deg about x,
+    the legs then folded 180 deg about the hip axis) of a synthetic walk: the first frame, where the subject
+    stands, is the reference, and the leg and trunk segments come back within 10 deg (the legs 180 deg off
+    before)."""
+    from scipy.spatial.transform import Rotation as R
+
+    walk = synthetic_human_motion("walking", duration=2.0, rate=60.0)
+    pick = [list(walk.links).index(s) for s in XSENS_SEGMENTS]
+    truth_p, truth_r = walk.positions[:, pick], walk.rotations[:, pick]
+    walk.positions, walk.rotations, walk.links = truth_p, truth_r, list(XSENS_SEGMENTS)
+    tpose = dict(human_tpose())
+    pelvis = tpose["Pelvis"][0]
+    lie = R.from_rotvec([math.radians(90.0), 0.0, 0.0]).as_matrix()
+    reference = {s: (pelvis + lie @ (p - pelvis), lie @ r) for s, (p, r) in tpose.items()}
+    fold = R.from_rotvec(lie @ [0.0, math.pi, 0.0]).as_matrix()  # about the lying body's hip axis
+    for side in ("Left", "Right"):
+        hip = reference[side + "UpperLeg"][0]
+        for seg in ("UpperLeg", "LowerLeg", "Foot", "Toe"):
+            p, r = reference[side + seg]
+            reference[side + seg] = (hip + fold @ (p - hip), fold @ r)
+    path = write_bvh(walk, tmp_path / "lying.bvh", names=MAPS["lafan1"], reference=reference)
+    motion = read_bvh(path, check=False)
+    assert "skeleton lafan1" in motion.source
+    assert any("the rest pose lies" in n for n in motion.notices), motion.notices
+    mapped = [XSENS_SEGMENTS.index(s) for s in MAPS["lafan1"]]  # positions of the joints in the file: exact
+    np.testing.assert_allclose(motion.positions[:, mapped], truth_p[:, mapped], atol=2e-6)
+    legs = [
+        XSENS_SEGMENTS.index(f"{side}{seg}")
+        for side in ("Left", "Right")
+        for seg in ("UpperLeg", "LowerLeg", "Foot")
+    ]
+    trunk = [XSENS_SEGMENTS.index(s) for s in ("Pelvis", "T8")]
+    err = _angle_deg(motion.rotations[:, legs + trunk], truth_r[:, legs + trunk])
+    assert err.max() <= 10.0, err.max(axis=0)

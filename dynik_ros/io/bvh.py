@@ -358,6 +358,11 @@ def read_bvh(
     if rest_off and tpose_frame is not None:
         ref_p, ref_r = pos_w[tpose_frame : tpose_frame + 1], rot_w[tpose_frame : tpose_frame + 1]
         which = f"frame {tpose_frame}"
+    elif rest_off and _lying({s: rest_p[0, i] for i, s in enumerate(mapped)}):
+        # a rest pose that is no standing posture at all (LAFAN1's: the root rotation stands it up, the legs
+        # fold along the spine): the first frame, where the subject stands, is the reference instead
+        ref_p, ref_r = pos_w[:1], rot_w[:1]
+        which = "first frame (the rest pose lies: its trunk is more than 45 deg from the vertical)"
     else:
         ref_p, ref_r = rest_p, rest_r
         which = "rest pose"
@@ -431,6 +436,17 @@ def read_bvh(
 
         check_motion(motion, name)
     return motion
+
+
+LYING_DEG = 45.0  # a rest pose whose trunk is further than this from the vertical is no reference
+
+
+def _lying(positions: dict[str, np.ndarray]) -> bool:
+    """Whether the trunk (pelvis to neck, else T8) is more than :data:`LYING_DEG` from the vertical."""
+    pelvis, top = positions.get("Pelvis"), positions.get("Neck", positions.get("T8"))
+    if pelvis is None or top is None or np.linalg.norm(top - pelvis) < 1e-9:
+        return False
+    return bool((top - pelvis)[2] < math.cos(math.radians(LYING_DEG)) * np.linalg.norm(top - pelvis))
 
 
 def _unit_from_stature(stature: float | None, name: str) -> str:
