@@ -62,6 +62,22 @@ def test_balance_plan_key_and_ik_rows():
     assert dynamic.integration == "euler"
 
 
+def test_ik_node_balance_stays_quasi_static_with_a_zmp_map():
+    """The ZMP plan needs the whole take; ik_node's online balance keeps its causal quasi-static plan and
+    hard support rows even when the map says ``plan: zmp``."""
+    from types import SimpleNamespace
+
+    from dynik_ros.nodes.ik_balance import BalanceInput
+
+    retargeter = Retargeter.from_config("g1")
+    retargeter.config = replace(retargeter.config, balance=replace(retargeter.config.balance, plan="zmp"))
+    node = SimpleNamespace(retargeter=retargeter)
+    BalanceInput._balance_retargeter(node, {"balance": True})
+    config = retargeter.ik_config()
+    assert retargeter.config.balance.enabled and retargeter.config.balance.plan == "quasi_static"
+    assert config.balance.hard_support and config.integration == "adams"
+
+
 def test_written_com_follows_the_plan_whose_zmp_is_inside_the_support(zmp_walk):
     from dynik_ros.retarget.balance import BalancedTargets
     from dynik_ros.retarget.zmp_balance import com_height, target_polygons

@@ -33,7 +33,10 @@ class BalanceInput:
         config = self.retargeter.config
         if not config.feet:
             raise ConfigError("balance", f"the map of '{config.name}' has no feet (no support polygon)")
-        self.retargeter.config = replace(config, balance=replace(config.balance, enabled=True))
+        # online the take's future is unknown: the plan is the causal quasi-static one (with its hard support
+        # rows) even when the map asks for the offline ZMP plan (retarget/zmp_plan.py, dynik-retarget only)
+        balance = replace(config.balance, enabled=True, plan="quasi_static")
+        self.retargeter.config = replace(config, balance=balance)
 
     def _setup_balance(self, p: dict[str, Any]) -> list[Any]:
         """The online plan (after the IK is made) and the contact-state subscription, if any."""
