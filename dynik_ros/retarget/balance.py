@@ -51,6 +51,7 @@ BALANCE_KEYS = (
     "upper_weight_scale",
     "plan",
     "com_height",
+    "zmp_passes",
 )
 PLANS = ("quasi_static", "zmp")
 REGULARIZER_KEYS = ("state_weight", "velocity_weight", "velocity_threshold")
@@ -72,11 +73,15 @@ class BalanceSpec:
     root_weight_scale: float = 0.1
     upper_weight_scale: float = 5.0
     plan: str = "quasi_static"  # or "zmp": the dynamic plan of retarget/zmp_plan.py (no hard support rows)
+    zmp_passes: int = 1  # 2: re-plan once against the first output's whole-body ZMP (zmp_balance.py)
     com_height: float = 0.0  # the ZMP plan's cart-table height above the ground [m]; 0: the start pose's
 
     def __post_init__(self) -> None:
         if self.plan not in PLANS:
             raise ValueError(f"balance.plan must be one of {', '.join(PLANS)}, got {self.plan!r}")
+        if self.zmp_passes != int(self.zmp_passes) or self.zmp_passes < 1:
+            raise ValueError(f"balance.zmp_passes must be an integer >= 1, got {self.zmp_passes}")
+        object.__setattr__(self, "zmp_passes", int(self.zmp_passes))
 
 
 def balance_from_dict(reader, node) -> BalanceSpec:
@@ -88,6 +93,11 @@ def balance_from_dict(reader, node) -> BalanceSpec:
             continue
         if key in ("enabled", "hard_support"):
             values[key] = reader.boolean(node[key], f"balance.{key}")
+        elif key == "zmp_passes":
+            value = reader.number(node[key], "balance.zmp_passes", minimum=1.0)
+            if value != int(value):
+                raise reader.error("balance.zmp_passes", f"must be an integer, got {value}")
+            values[key] = int(value)
         elif key == "plan":
             values[key] = reader.string(node[key], "balance.plan")
             if values[key] not in PLANS:
@@ -215,7 +225,7 @@ class BalancedTargets:
         if self.spec.plan == "zmp":  # the quasi-static targets become the dynamic plan's references
             from dynik_ros.retarget.zmp_balance import dynamic_targets
 
-            com, velocity, self.zmp_plan = dynamic_targets(self, times, measurements, flags, com)
+            com, velocity, self.zmp_plan = dynamic_targets(self, times, measurements, flags, com, support)
         return [
             replace(m, com_position=com[k], com_velocity=velocity[k], contacts=support[k])
             for k, m in enumerate(measurements)

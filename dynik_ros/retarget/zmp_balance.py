@@ -17,7 +17,10 @@ import pinocchio as pin
 
 from dynik_ros.core.com_objective import convex_hull
 from dynik_ros.core.targets import Measurements
-from dynik_ros.retarget.zmp_plan import ZmpPlan, ZmpPlanSpec, relaxed_plan
+from dynik_ros.retarget.zmp_plan import GRAVITY, ZmpPlan, ZmpPlanSpec, relaxed_plan
+
+OFFSET_CLIP = 0.03  # m: the contact switches add decimetres for a few samples; no plan absorbs those (with
+# 0.1 the 4-step planted walk's second pass was relaxed further and fell in MuJoCo; with 0.03 it stood)
 
 
 def target_polygons(balanced, measurements: Sequence[Measurements], flags: np.ndarray) -> list:
@@ -50,26 +53,72 @@ def com_height(retargeter) -> float:
     return float(com[2] - retargeter.contact.robot_ground)
 
 
-def zmp_plan_of(balanced, times, measurements, flags, reference: np.ndarray) -> ZmpPlan:
+def zmp_plan_of(
+    balanced, times, measurements, flags, reference: np.ndarray, offset: np.ndarray | None = None
+) -> ZmpPlan:
     """The ZMP plan of a take: polygons from the targets, ``reference`` ``(N, >= 2)`` for CoM and ZMP. When
     it has no solution at the map's margin (a real walk's double supports too short for its steps), the
-    plan at the largest margin that has one (:func:`.zmp_plan.relaxed_plan`; the summary says which)."""
+    plan at the largest margin that has one (:func:`.zmp_plan.relaxed_plan`; the summary says which).
+    ``offset`` ``(N, 2)``: the planned ZMP plus it must be in the support (the polygons moved by -offset)."""
     polygons = target_polygons(balanced, measurements, flags)
+    if offset is not None:
+        polygons = [None if p is None else p - offset[k] for k, p in enumerate(polygons)]
     reference = np.asarray(reference, dtype=float)[:, :2]
     height = com_height(balanced.retargeter)
     spec = ZmpPlanSpec(margin=balanced.spec.margin)
     return relaxed_plan(np.asarray(times, dtype=float), polygons, height, reference, reference, spec)
 
 
+def _targets(plan: ZmpPlan) -> tuple[np.ndarray, np.ndarray]:
+    com = np.zeros((len(plan.times), 3))
+    velocity = np.zeros((len(plan.times), 3))
+    com[:, :2], velocity[:, :2] = plan.com, plan.velocity
+    return com, velocity
+
+
+def whole_body_offset(retargeter, times, q, height: float, clip: float = OFFSET_CLIP) -> np.ndarray:
+    """``(N, 2)``: the whole-body ZMP of the output ``q`` (:mod:`.zmp_figures`) minus the cart-table ZMP
+    ``c - z_c/g c_ddot`` of the same output's CoM, each coordinate clipped to ``+-clip`` (0 at both ends)."""
+    from dynik_ros.retarget.zmp_figures import whole_body_zmp
+
+    times = np.asarray(times, dtype=float)
+    zmp, com = whole_body_zmp(retargeter.robot.model, times, q, retargeter.contact.robot_ground)
+    cart = com[:, :2].copy()
+    hm, hp = np.diff(times)[:-1], np.diff(times)[1:]
+    c = com[:, :2]
+    c_ddot = 2 * ((c[2:] - c[1:-1]) / hp[:, None] - (c[1:-1] - c[:-2]) / hm[:, None]) / (hm + hp)[:, None]
+    cart[1:-1] -= height / GRAVITY * c_ddot
+    return np.clip(np.nan_to_num(zmp - cart), -clip, clip)
+
+
 def dynamic_targets(
-    balanced, times, measurements, flags, reference: np.ndarray
+    balanced, times, measurements, flags, reference: np.ndarray, support: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, ZmpPlan]:
-    """``(com (N, 3), velocity (N, 3), plan)`` for the CoM rows: the ZMP plan (horizontal; no z row)."""
+    """``(com (N, 3), velocity (N, 3), plan)`` for the CoM rows: the ZMP plan (horizontal; no z row). With
+    ``balance.zmp_passes`` > 1, each further pass retargets the take with the plan so far (a fresh IK, 1 s
+    settle) and re-plans with the cart-table ZMP held inside the support shifted by what the whole body
+    added (:func:`whole_body_offset`): Kajita et al. 2003's two-stage "dynamics filter", offline."""
+    from dataclasses import replace
+
     result = zmp_plan_of(balanced, times, measurements, flags, reference)
-    com = np.zeros((len(times), 3))
-    velocity = np.zeros((len(times), 3))
-    com[:, :2], velocity[:, :2] = result.com, result.velocity
-    return com, velocity, result
+    retargeter = balanced.retargeter
+    for _ in range(balanced.spec.zmp_passes - 1):
+        com, velocity = _targets(result)
+        trial = [
+            replace(
+                m,
+                com_position=com[k],
+                com_velocity=velocity[k],
+                contacts=None if support is None else support[k],
+            )
+            for k, m in enumerate(measurements)
+        ]
+        q = retargeter.run(
+            times, trial, ik=retargeter.make_ik(), settle=1.0, evaluate=False, contacts=flags
+        ).q
+        offset = whole_body_offset(retargeter, times, q, com_height(retargeter))
+        result = zmp_plan_of(balanced, times, measurements, flags, reference, offset)
+    return (*_targets(result), result)
 
 
 def plan_note(plan: ZmpPlan | None, margin: float) -> str:
