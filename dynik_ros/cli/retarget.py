@@ -227,6 +227,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="feet flat in contact: weighted targets (the maps' default) or hard QP rows (stance_rows.py)",
     )
     parser.add_argument(
+        "--heel-off",
+        type=float,
+        metavar="M",
+        help="end a contact when the human heel rises this far (m) above its lowest in that contact, more "
+        "than the toe (toe-off; 0: off; default: the map's contact.heel_off, 0)",
+    )
+    parser.add_argument(
         "--toe",
         choices=("pitch", "flat"),
         help="a contact with the human heel up: the sole kept level, the ankle taking the pitch up (the "
@@ -342,6 +349,12 @@ def main(argv: list[str] | None = None) -> int:
 
             contact = replace(retargeter.config.contact, stance=args.stance)
             retargeter.config = replace(retargeter.config, contact=contact)
+        if args.heel_off is not None:
+            from dataclasses import replace
+
+            contact = replace(retargeter.config.contact, heel_off=args.heel_off)
+            retargeter.config = replace(retargeter.config, contact=contact)
+            retargeter.set_calibration(retargeter.calibration)  # the feet's contact machine reads the spec
         if args.toe is not None:
             from dataclasses import replace
 

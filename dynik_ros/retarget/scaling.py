@@ -34,6 +34,13 @@ when every one of those links has moved ``drift_off`` away (a slide) or the head
 a stance foot 20-160 deg); a held, level robot foot at the landing heading cannot follow either without
 slipping, so it lets go and may land again ``release_time`` later where and as the human foot then is.
 
+Toe-off (``contact.heel_off``, m; 0, the default, switches it off; only with ``toe: flat``): the contact
+also ends when the human heel (foot link) has risen ``heel_off`` above its lowest height in this contact and
+further than the toe (toe link) rose above its own lowest: the foot rolling onto its ball, which a held,
+level robot sole cannot follow (on real walks the held foot slid 5-10 mm there while the toe, still below
+``height_off``, kept the contact on). No new contact starts until the foot has left the ground by the
+height/speed thresholds or its heel is back within ``heel_off`` of where it stood.
+
 On the toes (``contact.toe: pitch``; the default ``flat`` levels every contact as before): the human foot's
 heel-up pitch ``theta = asin(-x_z)`` of its target (0 standing, + toe down) gives the sole a pitch ``s(theta)
 = theta h((theta - a) / (b - a))`` about its toe line, ``h`` the smoothstep ``3x^2 - 2x^3`` clipped to [0, 1],
@@ -170,6 +177,9 @@ class FootContact:
         self.quiet_until = [-math.inf] * n  # after a drift release: no new contact before this time
         self.footprint = [np.zeros((len(g), 2)) for g in self.sensor_links]  # human foot links at touch-down
         self.footprint_yaw = [0.0] * n  # the human foot's heading there (rad)
+        self.heel_low = [0.0] * n  # lowest human heel height in this contact (heel_off)
+        self.toe_low = [0.0] * n  # and toe height
+        self.heel_lifted = [False] * n  # released by heel_off: no new contact yet (heel_off)
 
     def human_sole_heights(self, p: np.ndarray) -> np.ndarray:
         """Height of each human sole above the ground ``(N, n_feet)``: 0 when standing flat."""
@@ -215,10 +225,17 @@ class FootContact:
         if not self.feet:
             return flags
         heights = self.human_sole_heights(p)
+        # heel (foot link) and toe (toe link) above standing (heel_off; a foot without toe link never lets go)
+        standing = self.human_ground + np.concatenate(self.clearance)
+        above = p[:, np.concatenate(self.sensor_links), 2] - standing
+        first = np.cumsum([0] + [len(g) for g in self.sensor_links[:-1]])
+        last = first + np.array([len(g) - 1 for g in self.sensor_links])
+        heel_list, toe_list = above[:, first].tolist(), above[:, last].tolist()
         speeds = self.human_speeds(v) if v is not None else np.zeros_like(heights)
         spec = self.spec
         tau = max(spec.release_time, 1e-9)
         h_list, s_list, t_list = heights.tolist(), speeds.tolist(), np.asarray(times, dtype=float).tolist()
+        heel_off = spec.heel_off if spec.toe == "flat" else 0.0
         blend = max(spec.blend_time, 1e-9)
         pivot_off = math.radians(spec.pivot_off)
         toes = spec.toe == "pitch" and spec.flatten
@@ -230,6 +247,20 @@ class FootContact:
                 target = positions[k, row]
                 rate = velocities[k, row]
                 now = next_contact(self.in_contact[f], h, s, spec) and t >= self.quiet_until[f]
+                heel, toe = heel_list[k][f], toe_list[k][f]
+                if self.heel_lifted[f]:  # released at toe-off: no new contact until the foot leaves the
+                    # ground or its heel is back down where it stood (module docstring)
+                    down = heel - self.heel_low[f] <= heel_off
+                    self.heel_lifted[f] = next_contact(True, h, s, spec) and not down
+                    now = now and not self.heel_lifted[f]
+                if now and self.in_contact[f] and heel_off > 0.0:
+                    # toe-off: the heel rose heel_off above its lowest in this contact (module docstring)
+                    self.heel_low[f] = min(self.heel_low[f], heel)
+                    self.toe_low[f] = min(self.toe_low[f], toe)
+                    rise = heel - self.heel_low[f]
+                    if rise > heel_off and rise > toe - self.toe_low[f]:
+                        now = False
+                        self.heel_lifted[f] = True
                 if now and self.in_contact[f] and (spec.drift_off > 0.0 or spec.pivot_off > 0.0):
                     # the human foot left its footprint (where it was once the touch-down blend was over):
                     # every point of it slid drift_off, or it turned pivot_off about the vertical; no
@@ -256,6 +287,7 @@ class FootContact:
                 elif now:
                     self.in_contact[f] = True
                     self.contact_at[f] = t
+                    self.heel_low[f], self.toe_low[f] = heel, toe
                     self.footprint[f] = p[k, self.sensor_links[f], :2].copy()
                     heading = foot_rotations[k, f][:, 0]
                     self.landing_yaw[f] = math.atan2(heading[1], heading[0])
