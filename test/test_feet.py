@@ -405,3 +405,21 @@ def test_dynik_retarget_toe_pitch_writes_the_toe_class_and_the_default_has_none(
     assert main([*common, "--out", str(tmp_path / "flat")]) == 0
     assert "on the toes" not in capsys.readouterr().out
     assert not np.load(tmp_path / "flat" / "retarget.npz")["on_toes"].any()
+
+
+def test_dynik_retarget_heel_off_ends_contacts_at_toe_off_and_the_default_keeps_them(tmp_path, capsys):
+    """``--heel-off 0.01`` on the committed CMU excerpt (toe-off at the end of its contacts): the contacts
+    written to retarget.npz end earlier (fewer contact samples, none added) than with the maps' default
+    (heel_off 0, the rule before), and the summary's soles meet issue 9's figures."""
+    from pathlib import Path
+
+    from dynik_ros.cli.retarget import main
+
+    excerpt = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
+    common = [str(excerpt), "--robot", "g1", "--no-bag", "--no-plots", "--quiet"]
+    assert main([*common, "--out", str(tmp_path / "off"), "--heel-off", "0.01"]) == 0
+    assert "foot left" in capsys.readouterr().out
+    assert main([*common, "--out", str(tmp_path / "kept")]) == 0
+    off = np.load(tmp_path / "off" / "retarget.npz")["contacts"] >= 0
+    kept = np.load(tmp_path / "kept" / "retarget.npz")["contacts"] >= 0
+    assert off.sum() < kept.sum() and not (off & ~kept).any()
