@@ -10,6 +10,7 @@ from dynik_ros.cli import retarget as cli
 from dynik_ros.retarget import Retargeter, load_robot
 from dynik_ros.retarget.bench_setup import robot_bench_setup
 from dynik_ros.retarget.human import synthetic_human_motion
+from dynik_ros.retarget.smoothness import smoothness
 
 
 def test_cli_runs_end_to_end_and_writes_readable_bags(tmp_path, capsys):
@@ -52,6 +53,10 @@ def test_cli_runs_end_to_end_and_writes_readable_bags(tmp_path, capsys):
     fd = np.abs(np.diff(q[:, 7:], axis=0)) / np.diff(times)[:, None] / robot.velocity_limit
     assert f"peak |ds/dt| / velocity limit (joint)        {fd.max():.2f} " in printed
     assert fd.max() <= 1.0 + 1e-6
+    # and its accelerations are the second differences of the written joints (retarget/smoothness.py)
+    figures = smoothness(q[:, 7:], times)
+    assert f"{figures.worst('p99')[0]:.0f} / {figures.worst('max')[0]:.0f} rad/s^2" in printed
+    assert f"{100 * figures.chatter_share:.2f} % of joint-samples" in printed
     with AnyReader([out / "bag"]) as reader:
         assert {c.topic: c.msgtype for c in reader.connections} == {
             "/dynik/joint_states": "sensor_msgs/msg/JointState",

@@ -11,6 +11,7 @@ import numpy as np
 
 from dynik_ros.io.human_motion import HumanMotion
 from dynik_ros.retarget.foot_figures import foot_figures, toe_flags
+from dynik_ros.retarget.smoothness import smoothness
 
 LIMIT_TOLERANCE = 1e-6  # rad
 LOWER_BODY = ("Pelvis", "UpperLeg", "LowerLeg", "Foot", "Toe")  # the root and legs; the rest is upper body
@@ -78,6 +79,10 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         "qp_failures": float((~result.solved).sum()),
         "elapsed_s": elapsed,
     }
+    smooth = smoothness(s, times)  # second differences of the written joints (retarget/smoothness.py)
+    stats["joint_acceleration_p99"], p99_joint = smooth.worst("p99")
+    stats["joint_acceleration_max"], max_joint = smooth.worst("max")
+    stats["chatter_share"] = smooth.chatter_share
     for figures in feet:
         stats[f"foot_{figures.side}_tilt_flat_max_deg"] = figures.tilt_flat_max_deg
         stats[f"foot_{figures.side}_penetration_max_mm"] = figures.penetration_max_mm
@@ -123,6 +128,11 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         f"{'joint-samples above the velocity limit':<44} {speed_breaches}",
         f"{'samples with a joint at its velocity limit':<44} {100 * at_speed_limit:.1f} % (>= 0.99 of it; "
         "a slower take: --time-scale)",
+        f"{'joint |d2s/dt2|: largest p99 / max (joint)':<44} {stats['joint_acceleration_p99']:.0f} / "
+        f"{stats['joint_acceleration_max']:.0f} rad/s^2 "
+        f"({_name(robot, p99_joint)} / {_name(robot, max_joint)})",
+        f"{'chatter (a flips sign, |a| > 100 both sides)':<44} {100 * stats['chatter_share']:.2f} % of "
+        "joint-samples",
     ]
     for figures in feet:  # measured on the written trajectory (retarget/foot_figures.py)
         lines.append(f"{'foot ' + figures.side:<44} {figures.line()}")
@@ -150,3 +160,7 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
             f"{math.degrees(margin[i]):7.2f} {peak[i]:7.2f} {robot.velocity_limit[i]:7.2f} {ratio[i]:5.2f}"
         )
     return Summary("\n".join(lines), ok, stats)
+
+
+def _name(robot: Any, joint: int) -> str:
+    return robot.joint_names[joint] if joint >= 0 else "-"
