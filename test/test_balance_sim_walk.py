@@ -90,8 +90,9 @@ def test_balanced_walk_stands_in_mujoco_with_a_free_base(g1_walk):
     assert stiff.min_height > 0.65  # standing pelvis ~0.78 m
     assert stiff.max_tilt_error < 5.0  # the base follows the trajectory's own tilt (up to 19 deg)
     assert stiff.travelled > 0.9 * stiff.planned_travel > 0.5  # it walked
-    soft = run(0.02)  # MuJoCo's default contact: the sole rolls, the robot sways off and falls
-    assert soft.fell_at is not None
+    # MuJoCo's default contact (0.02 s) is a knife edge on this walk: the trajectory integrated by Adams
+    # fell at 51.6 s of sim time, the trapezoid's (the retargeter's default since) and Euler's stand, with
+    # the same written accelerations (the support rows make every contact step Euler); not asserted
 
 
 def test_contact_time_constant_below_two_physics_steps_is_refused():

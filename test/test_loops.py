@@ -97,12 +97,15 @@ def test_unreachable_target_does_not_disassemble_the_mechanism():
     targets = [FrameTarget("coupler_tip", position=True, orientation=False)]
     free = DynamicalIK(robot, targets, DynamicalIKConfig(), q0=closed(0.5))
     held = DynamicalIK(robot, targets, DynamicalIKConfig(loops=(LOOP,)), q0=closed(0.5))
+    opened = []
     for _ in range(300):
         q_free, _ = free.step(far, 0.01)
+        opened.append(_loop_error(robot, q_free))
         q, _ = held.step(far, 0.01)
         assert np.all(np.isfinite(q))
         assert _loop_error(robot, q) < 1e-5
-    assert _loop_error(robot, q_free) > 0.02
+    # the free tree, stretched at a singularity, keeps moving: its loop error over the last 2 s
+    assert np.median(opened[100:]) > 0.02
     # and it ends near the closest point of the coupler curve (analytic linkage swept over the crank angle)
     reached = np.linalg.norm(robot.frame_pose(q, "coupler_tip")[0] - far.positions[0])
     best = min(

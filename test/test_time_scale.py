@@ -59,7 +59,7 @@ def test_resampled_motion_lies_on_the_uniform_motion_it_samples():
 
 
 def test_time_scale_slows_the_written_trajectory(tmp_path, capsys):
-    """G1 on the CMU walk: at the capture's speed its right knee reaches its velocity limit (finite
+    """G1 on the CMU walk: at the capture's speed its right knee nearly reaches its velocity limit (finite
     differences of the written trajectory); played twice as slow the output spans twice the time and the
     peak joint speed ratio drops."""
     peaks = {}
@@ -79,7 +79,7 @@ def test_time_scale_slows_the_written_trajectory(tmp_path, capsys):
             assert "played 2x slower" in summary
             motion = read_motion_file(EXCERPT)
             np.testing.assert_allclose(times, 2.0 * motion.times)
-    assert peaks[1.0] > 0.99
+    assert peaks[1.0] > 0.95  # 0.984 with the trapezoid (the retargeter's default), 0.99+ with Adams
     assert peaks[2.0] < 0.9 * peaks[1.0]
     capsys.readouterr()
     with pytest.raises(SystemExit):

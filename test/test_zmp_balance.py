@@ -75,6 +75,7 @@ def test_ik_node_balance_stays_quasi_static_with_a_zmp_map():
     from types import SimpleNamespace
 
     from dynik_ros.nodes.ik_balance import BalanceInput
+    from dynik_ros.retarget.retargeter import ROBOT_INTEGRATION
 
     retargeter = Retargeter.from_config("g1")
     retargeter.config = replace(retargeter.config, balance=replace(retargeter.config.balance, plan="zmp"))
@@ -82,7 +83,7 @@ def test_ik_node_balance_stays_quasi_static_with_a_zmp_map():
     BalanceInput._balance_retargeter(node, {"balance": True})
     config = retargeter.ik_config()
     assert retargeter.config.balance.enabled and retargeter.config.balance.plan == "quasi_static"
-    assert config.balance.hard_support and config.integration == "adams"
+    assert config.balance.hard_support and config.integration == ROBOT_INTEGRATION  # not the ZMP mode's Euler
 
 
 def test_written_com_follows_the_plan_whose_zmp_is_inside_the_support(zmp_walk):

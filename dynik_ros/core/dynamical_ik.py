@@ -106,6 +106,7 @@ class DynamicalIKConfig:
     rotation_tolerance: float = 1e-3
     residual_timing: str = "consistent"
     integration: str = "adams"
+    restart_at_bounds: bool = True  # the history of a joint on a bound restarts (step_integration.py)
     jacobian_at: str = "predicted"
     orientation_residual: str = "log"
     branch_recovery: BranchRecoveryConfig = field(default_factory=BranchRecoveryConfig)

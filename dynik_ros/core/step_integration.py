@@ -16,6 +16,8 @@ from dynik_ros.core.so3 import exp_so3
 
 TRAPEZOID_WEIGHTS, EULER_WEIGHTS = np.array([0.5, 0.5]), np.ones(1)  # quadrature weights
 TRAPEZOID_WEIGHTS.flags.writeable = EULER_WEIGHTS.flags.writeable = False
+ROW_ROUND_OFF = 1e-4  # rad: a coupled row crossed by at most this is put back (OSQP's tolerance, not a jump)
+BOUND_TOLERANCE = 1e-6  # relative: nu_k within this of a bound counts as on it (OSQP's eps is 1e-5 absolute)
 
 
 class StepIntegration:
@@ -94,8 +96,56 @@ class StepIntegration:
         joints = self.joint_positions + dt * mean[nb:]
         if self._expansion is not None:  # locked joints exactly still, followers exactly on their leader
             joints = self.robot.apply_reductions(joints)
+        previous = self.joint_positions
         self.joint_positions = np.clip(joints, self.robot.lower, self.robot.upper)
+        if self._n_coupled:
+            self._back_inside_coupled_rows(previous, dt)
         self._past_nu[1:] = self._past_nu[:-1]
         self._past_nu[0] = self.nu
         self._past_dt = [dt, *self._past_dt[: MAX_HISTORY - 1]]
         self.nu = nu
+        if self.config.restart_at_bounds and len(self._corrector) > 1:
+            self._restart_history_at_bounds(mean[nb:])
+
+    def _back_inside_coupled_rows(self, previous: np.ndarray, dt: float) -> None:
+        """``A s <= b`` (eq. 11) where the step crossed a row by no more than ``ROW_ROUND_OFF``: as the clip
+        into the joint box, a least-norm move back along the crossed rows, then clipped into the box and
+        within the velocity limit of ``previous`` (the joints before the step).
+
+        The rows bound the step's mean with OSQP's tolerance; a row met with zero slack gets no pull back
+        from eq. (13b), so those crossings added up over a contact held for seconds (iCub's shoulder
+        coupling pressed for 3 s: 1.1e-6 rad with the trapezoid)."""
+        c, s = self.robot.constraints, self.joint_positions
+        excess = c.A @ s - c.b
+        over = (excess > 0.0) & (excess <= ROW_ROUND_OFF)
+        if not over.any():
+            return
+        rows = c.A[over]
+        s = s - rows.T @ np.linalg.lstsq(rows @ rows.T, excess[over], rcond=None)[0]
+        if self._expansion is not None:
+            s = self.robot.apply_reductions(s)
+        reach = dt * self.robot.velocity_limit
+        s = np.clip(s, previous - reach, previous + reach)
+        self.joint_positions = np.clip(s, self.robot.lower, self.robot.upper)
+
+    def _restart_history_at_bounds(self, mean: np.ndarray) -> None:
+        """Per joint whose ``nu_k`` ended on a bound of the QP, the history becomes the step's own mean
+        velocity ``m`` (``nu_k = nu_{k-1} = ... = m``): what the joint did, a constant the rule integrates
+        exactly.
+
+        On a bound the QP does not choose ``nu_k``: the bound fixes the mean ``m = w_0 nu_k + c`` and
+        ``nu_k = (m - c) / w_0``, i.e. the history is deconvolved through the rule's weights, whose
+        polynomial ``9 z^3 + 19 z^2 - 5 z + 1`` (Adams-Moulton) has a root at ``z = -2.37``: each step on
+        the bound multiplies the alternating part of ``nu`` by -2.37 until the velocity limit cuts it, and
+        the written joint zig-zags (the trapezoid's root ``-1`` keeps it alternating without growth).
+        """
+        nb, n = self.robot.base_dofs, self.robot.n_joints
+        s_dot, vmax = self.nu[nb:], self.robot.velocity_limit
+        lower, upper = self._lower[:n], self._upper[:n]
+        slack = BOUND_TOLERANCE * (1.0 + np.maximum(np.abs(lower), np.abs(upper)))
+        # only the bounds on the mean deconvolve; nu_k held at its own velocity limit is a constant
+        active = ((s_dot >= upper - slack) & (upper < vmax)) | ((s_dot <= lower + slack) & (lower > -vmax))
+        if active.any():
+            columns = nb + np.flatnonzero(active)
+            self.nu[columns] = mean[active]
+            self._past_nu[:, columns] = mean[active]

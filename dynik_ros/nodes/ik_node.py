@@ -228,7 +228,7 @@ class IKNode(
 
     def _load_robot(self, p: dict[str, Any]) -> None:
         try:
-            from dynik_ros.retarget.retargeter import Retargeter
+            from dynik_ros.retarget.retargeter import ROBOT_INTEGRATION, Retargeter
         except ImportError as exc:
             raise ConfigError(
                 "robot",
@@ -250,7 +250,7 @@ class IKNode(
         self._lock(p)
         self.targets = self.retargeter.targets
         self._balance_retargeter(p)
-        self.ik = self.retargeter.make_ik(_ik_config(p))
+        self.ik = self.retargeter.make_ik(_ik_config(p, ROBOT_INTEGRATION))
         # The map's per-target gains stay unless a gain parameter is set away from its default.
         defaults = {spec.name: spec.default for spec in self.PARAMS}
         self.ik.set_gains(
@@ -526,15 +526,16 @@ def _reason_of(message: str) -> str:
     return INVALID
 
 
-def _ik_config(p: dict[str, Any]) -> DynamicalIKConfig:
+def _ik_config(p: dict[str, Any], integration: str = "adams") -> DynamicalIKConfig:
     """The solver options of the parameters: limit gain and the second seed's regularizers (off at 0; a
-    robot map's ``regularizers:`` section applies while both weights are 0)."""
+    robot map's ``regularizers:`` section applies while both weights are 0); ``integration``: Adams for a
+    human model, the retargeter's ``ROBOT_INTEGRATION`` for a robot."""
     regularizers = RegularizerConfig(
         state_weight=p["state_regularizer_weight"],
         velocity_weight=p["velocity_regularizer_weight"],
         velocity_threshold=p["velocity_regularizer_threshold"],
     )
-    return DynamicalIKConfig(limit_gain=p["limit_gain"], regularizers=regularizers)
+    return DynamicalIKConfig(limit_gain=p["limit_gain"], regularizers=regularizers, integration=integration)
 
 
 def main(argv: list[str] | None = None) -> int:
