@@ -2,7 +2,7 @@
 (``retarget/zmp_figures.py``) for the plain run, the quasi-static plan and the ZMP plan
 (``retarget/zmp_plan.py``), and how far the output departs from the plan's cart-table model.
 
-    .venv/bin/python benchmarks/balance_zmp.py [--robot g1] [--cmu-scale 1 2 4]
+    .venv/bin/python benchmarks/balance_zmp.py [--robot g1] [--cmu-scale 1 2 4] [--quick]
 
 Motions: the planted walk (4 steps of 1.25 s, 0.25 s double supports) and a faster one (0.5 s single,
 0.1 s double supports, 4 steps), the synthetic walk (6 s, its 0.27 s gaps without a foot down get no ZMP
@@ -27,8 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def motions(robot: str, cmu_scales: list[float]):
-    """``(label, motion, contact time scale)`` of each walk."""
+def motions(robot: str, cmu_scales: list[float], quick: bool = False):
+    """``(label, motion, contact time scale)`` of each walk (``quick``: a 2-step planted walk only)."""
     from dynik_ros.io.bvh import read_bvh
     from dynik_ros.io.human_motion import resampled, time_scaled
     from dynik_ros.motion.planted_walk import PlantedWalkSpec, planted_walk
@@ -37,6 +37,9 @@ def motions(robot: str, cmu_scales: list[float]):
 
     human = Retargeter.from_config(robot).config.human
     size = {"height": human.height, "mass": human.mass}
+    if quick:
+        yield "planted walk 2 steps", planted_walk(PlantedWalkSpec(steps=2), 100.0, **size), 1.0
+        return
     yield "planted walk 1.25 s steps", planted_walk(PlantedWalkSpec(), 100.0, **size), 1.0
     fast = PlantedWalkSpec(double_support=0.1, single_support=0.5)
     yield "planted walk 0.6 s steps", planted_walk(fast, 100.0, **size), 1.0
@@ -101,9 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--robot", default="g1")
     parser.add_argument("--cmu-scale", type=float, nargs="+", default=[1.0, 2.0, 4.0])
+    parser.add_argument("--quick", action="store_true", help="a 2-step planted walk only (smoke run)")
     args = parser.parse_args(argv)
     rows = []
-    for label, motion, factor in motions(args.robot, args.cmu_scale):
+    for label, motion, factor in motions(args.robot, args.cmu_scale, args.quick):
         rows.append(run(args.robot, label, motion, factor))
         print(f"  {label}: done", file=sys.stderr)
     print(f"{args.robot}: whole-body ZMP of the output >= 1 cm inside the support of the feet in contact")
