@@ -239,7 +239,7 @@ def as_flat_values(rows: dict[str, str], side: str) -> tuple[float, float]:
 def table_row(label: str, robot: str, code: int, rows: dict[str, str]) -> tuple[str, bool]:
     """One markdown row of the capture x robot table, and whether every target is met."""
     if "error" in rows:
-        return f"| {label} | {robot} | exit {code}: {rows['error']} | | | | | | | |", False
+        return f"| {label} | {robot} | exit {code}: {rows['error']} | | | | | | | | |", False
     feet = [foot_values(rows.get(f"foot {side}", "")) for side in ("left", "right")]
     toes = [toe_values(rows.get(f"foot {side}", "")) for side in ("left", "right")]
     before = [as_flat_values(rows, side) for side in ("left", "right")]
@@ -250,6 +250,9 @@ def table_row(label: str, robot: str, code: int, rows: dict[str, str]) -> tuple[
     vel = int(rows.get("joint-samples above the velocity limit", "-1"))
     upper = rows.get("MNTE: trunk, head, arms / pelvis and legs", "nan / nan").split(" / ")
     at_limit = rows.get("samples with a joint at its velocity limit", "nan").split(" (")[0]
+    # the written joints' accelerations (retarget/smoothness.py): largest per-joint p99 and max, chatter
+    accelerations = rows.get("joint |d2s/dt2|: largest p99 / max (joint)", "- / - rad/s^2").split(" rad")[0]
+    chatter = rows.get("chatter (a flips sign, |a| > 100 both sides)", "- %").split(" of")[0]
     met = {
         "tilt": tilt <= TARGET_TILT_DEG,
         "slide": slide <= TARGET_SLIDE_MM,
@@ -273,6 +276,7 @@ def table_row(label: str, robot: str, code: int, rows: dict[str, str]) -> tuple[
         lr(0, "{:.1f}", before) + " deg; " + lr(1, "{:.1f}", before) + " mm",
         f"{pos:.0e} rad / {vel}; {at_limit}",
         f"{upper[0]} / {upper[1]}",
+        f"{accelerations}; {chatter}",
         "all met" if not missed else "missed: " + ", ".join(missed),
     ]
     return "| " + " | ".join(cells) + " |", not missed
@@ -287,7 +291,8 @@ def capture_table(directory: Path, robots: list[str], options: list[str] | None 
         "| capture | robot | flat tilt max L/R | slide max L/R (per contact) | below ground L/R | "
         "on the toes L/R: share of contact; toe slide max; roll max | toe samples counted flat (as before): "
         "tilt; slide max L/R | limit / velocity breaches; samples at a velocity limit | "
-        "MNTE upper body / legs | targets |\n|---|---|---|---|---|---|---|---|---|---|"
+        "MNTE upper body / legs | joint accel. p99 / max (rad/s^2); chatter | targets |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|"
     )
     missed = {True: 0, False: 0}
     rows_of = {True: 0, False: 0}
