@@ -212,3 +212,54 @@ def test_a_killed_runner_leaves_no_node_process(runner):
     run.proc.send_signal(signal.SIGKILL)  # the runner only, not its group
     run.proc.wait(60)
     assert _wait_gone(pids) == [], [open(f"/proc/{p}/cmdline").read() for p in pids if not _gone(p)]
+
+
+def test_the_runner_waits_for_the_bridges_own_count_not_the_commands_on_the_wire(ros):
+    """A bridge repeats its last command between inputs (100 Hz against 60 Hz): counting commands on the
+    wire ended a run while a bridge in another process still had IK outputs queued (54 of 60 fresh)."""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+    from trajectory_msgs.msg import JointTrajectory
+
+    from dynik_ros.cli.run_processes import BRIDGE_QUIET, _EndWatcher, bridges_caught_up
+    from dynik_ros.nodes.common import diagnostic_status
+
+    node = rclpy.create_node("end_watcher_probe")
+    try:
+        topic = "/joint_trajectory_controller/joint_trajectory"
+        watcher = _EndWatcher(node, "wearable_node", [(topic, JointTrajectory)], bridges=1)
+        for _ in range(60):
+            watcher._on_output(_stamped_joint_state())
+        for _ in range(120):  # 60 fresh commands and as many repeats of them
+            watcher._on_command(None)
+
+        def report(fresh: int, **rejected: int) -> None:
+            values = {"fresh_commands": fresh, **{f"rejected_{k}": v for k, v in rejected.items()}}
+            msg = DiagnosticArray()
+            msg.status = [diagnostic_status("bridge_node: command bridge", "x", 0, "commanding", values)]
+            watcher._on_diagnostics(msg)
+
+        now = time.monotonic()
+        assert not watcher.commanded(now, now)  # no bridge has reported yet
+        report(54)
+        assert not watcher.commanded(time.monotonic(), now)  # 6 inputs still queued in the bridge
+        report(58, wrong_lengths=2)  # refused inputs are answered too
+        assert watcher.commanded(time.monotonic(), now)
+        # a bridge that holds (no further answer) ends the wait after BRIDGE_QUIET s, not before
+        watcher._on_output(_stamped_joint_state())
+        later = watcher.answered_progress_at
+        assert not watcher.commanded(later + BRIDGE_QUIET - 0.1, later)
+        assert watcher.commanded(later + BRIDGE_QUIET + 0.1, later)
+    finally:
+        node.destroy_node()
+    assert bridges_caught_up(60, {"a": 60, "b": 61}, 2)
+    assert not bridges_caught_up(60, {"a": 60}, 2) and not bridges_caught_up(60, {"a": 60, "b": 59}, 2)
+
+
+def _stamped_joint_state():
+    """What ``_EndWatcher._on_output`` reads of a message: its header stamp."""
+    from sensor_msgs.msg import JointState
+
+    msg = JointState()
+    msg.header.stamp.sec = 1
+    return msg

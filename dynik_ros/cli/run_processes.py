@@ -55,6 +55,8 @@ SOURCE_AND_IK = ("wearable_node", "ik_node", "mocap_node")
 LINK_STATE_CONSUMERS = ("ik_node",)  # executables subscribing to /human/link_states
 IK_OUTPUT_TOPIC = "/dynik/joint_states"
 IK_STATUS_SUFFIX = ": dynamical IK"  # ik_node's /diagnostics status name is "<node>: dynamical IK"
+BRIDGE_STATUS_SUFFIX = ": command bridge"  # bridge_node's: "<node>: command bridge"
+BRIDGE_QUIET = 3.0  # [s] no bridge answered a further input for this long (its /diagnostics every 1 s)
 SOURCES = ("wearable_node",)  # activated last, once the IK's readers are matched
 STOP_TIMEOUT = 60.0  # [s] a child still running this long after SIGINT is killed
 START_TIMEOUT = 120.0  # [s] for a child's lifecycle services to answer (imports, DDS discovery)
@@ -283,7 +285,8 @@ class MultiProcessRunner(PipelineRunner):
             if self._records():
                 recorder = self._start_recorder_on(node)
                 self._wait_for_publishers(node, executor, [t for t, _, _ in self._record_topics()])
-            watcher = _EndWatcher(node, self._wearable_name(), self._command_topics())
+            bridges = sum(1 for e in self.pipeline.nodes if e.executable == "bridge_node")
+            watcher = _EndWatcher(node, self._wearable_name(), self._command_topics(), bridges)
             sources = {e.name for e in self.pipeline.nodes if e.executable in SOURCES}
             self._drive(clients, "activate", skip=sources)
             self._wait_for_ik_readers(executor, watcher)
@@ -475,7 +478,9 @@ class _EndWatcher:
     """Watches, in the runner, for the source's "finished" (its /diagnostics) and the newest link-state
     and IK-output stamps."""
 
-    def __init__(self, node: Any, wearable: str, command_topics: Sequence[tuple[str, type]] = ()) -> None:
+    def __init__(
+        self, node: Any, wearable: str, command_topics: Sequence[tuple[str, type]] = (), bridges: int = 0
+    ) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
         from sensor_msgs.msg import JointState, MultiDOFJointState
 
@@ -490,6 +495,9 @@ class _EndWatcher:
         self.commands = 0  # bridge commands seen (on every bridge's topic)
         self.command_at = 0.0
         self.watches_commands = bool(command_topics)
+        self.bridges = bridges if command_topics else 0
+        self.bridge_answered: dict[str, int] = {}  # bridge -> inputs it answered (fresh commands + refusals)
+        self.answered_progress_at = 0.0
         self.ik_readers: dict[str, int] = {}  # ik_node name -> readers its output writer matched
         for topic, kind in command_topics:
             node.create_subscription(kind, topic, self._on_command, COMMAND_QOS)
@@ -505,6 +513,17 @@ class _EndWatcher:
         for status in msg.status:
             if status.name == self.status_name and status.message == "finished" and self.finished_at is None:
                 self.finished_at = time.monotonic()
+            elif status.name.endswith(BRIDGE_STATUS_SUFFIX):
+                values = {kv.key: kv.value for kv in status.values}
+                try:
+                    answered = int(values.get("fresh_commands", 0)) + sum(
+                        int(v) for k, v in values.items() if k.startswith("rejected_")
+                    )
+                except ValueError:
+                    continue
+                if answered > self.bridge_answered.get(status.name, -1):
+                    self.answered_progress_at = time.monotonic()
+                self.bridge_answered[status.name] = answered
             elif status.name.endswith(IK_STATUS_SUFFIX):
                 node = status.name[: -len(IK_STATUS_SUFFIX)]
                 for kv in status.values:
@@ -524,11 +543,23 @@ class _EndWatcher:
         self.command_at = time.monotonic()
 
     def commanded(self, now: float, answered_at: float) -> bool:
-        """Every IK output seen has been commanded (each one gives a fresh command), or no command came
-        for 2 s since the IK answered (a bridge that refuses or holds); True at once without a bridge."""
+        """Every bridge answered every IK output seen (:func:`bridges_caught_up`, by the bridges' own
+        /diagnostics counts), or none answered a further one for ``BRIDGE_QUIET`` s since the IK answered
+        (a bridge that holds); True at once without a bridge. Counting the commands on the wire instead
+        was wrong: a bridge also repeats its last command between inputs (``command_rate`` 100 Hz against a
+        60 Hz stream), so the repeats made up the count while a bridge in another process, behind on a
+        loaded machine, still had inputs queued, and the run ended without them (54 of 60 fresh)."""
         if not self.watches_commands:
             return True
-        return self.commands >= self.outputs or now - max(answered_at, self.command_at) > 2.0
+        if bridges_caught_up(self.outputs, self.bridge_answered, self.bridges):
+            return True
+        return now - max(answered_at, self.answered_progress_at) > BRIDGE_QUIET
+
+
+def bridges_caught_up(outputs: int, answered: Mapping[str, int], bridges: int) -> bool:
+    """All ``bridges`` reported (``answered``: name -> fresh commands + refused inputs, from their
+    /diagnostics) and each answered at least the ``outputs`` IK outputs the runner saw."""
+    return len(answered) >= bridges and all(n >= outputs for n in answered.values())
 
 
 def _proxy(summary: Mapping[str, Any]) -> SimpleNamespace:
