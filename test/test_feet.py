@@ -123,12 +123,17 @@ def _contact_runs(states: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
 
 
-def _targets(retargeter: Retargeter, motion, **contact):
+def _measurements_with_contact(retargeter: Retargeter, motion, **contact):
+    """The retargeter's per-sample targets and contact flags for ``motion`` with its contact spec changed."""
     spec = dataclasses.replace(retargeter.config.contact, **contact)
     retargeter.config = dataclasses.replace(retargeter.config, contact=spec)
     retargeter.contact.spec = spec
     retargeter.reset()
-    measurements, flags = retargeter.motion_measurements(motion)
+    return retargeter.motion_measurements(motion)
+
+
+def _targets(retargeter: Retargeter, motion, **contact):
+    measurements, flags = _measurements_with_contact(retargeter, motion, **contact)
     row = [t.frame for t in retargeter.targets.position_targets].index(retargeter.config.feet[0].frame)
     return np.array([m.positions[row] for m in measurements]), flags
 
@@ -199,11 +204,7 @@ def _pivoting_left_foot(duration: float = 4.0, rate: float = 100.0, turn: float 
 
 def _foot_headings(retargeter: Retargeter, motion, **contact):
     """Contact states and the left foot's orientation-target heading (rad) per sample."""
-    spec = dataclasses.replace(retargeter.config.contact, **contact)
-    retargeter.config = dataclasses.replace(retargeter.config, contact=spec)
-    retargeter.contact.spec = spec
-    retargeter.reset()
-    measurements, flags = retargeter.motion_measurements(motion)
+    measurements, flags = _measurements_with_contact(retargeter, motion, **contact)
     row = [t.frame for t in retargeter.targets.orientation_targets].index(retargeter.config.feet[0].frame)
     x = np.array([m.rotations[row][:, 0] for m in measurements])
     return flags, np.unwrap(np.arctan2(x[:, 1], x[:, 0]))
