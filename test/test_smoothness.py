@@ -129,8 +129,12 @@ def test_what_ik_node_and_the_bridge_put_on_the_wire_does_not_chatter(h):
         assert ok(node.trigger_configure()) and ok(node.trigger_activate())
     h.wait_matched(pub)
     for k, sample in enumerate(samples):
-        pub.publish(link_msg(sample, 10**18 + int(sample.stamp_ns)))
-        assert h.spin_until(lambda k=k: solver.received > k, timeout=10.0)
+        msg = link_msg(sample, 10**18 + int(sample.stamp_ns))
+        for _ in range(20):  # best-effort input: sent again until ik_node took it (late duplicates refused)
+            pub.publish(msg)
+            if h.spin_until(lambda k=k: solver.received > k, timeout=0.5):
+                break
+        assert solver.received > k
     assert h.spin_until(lambda: len(joints) >= len(samples) and len(commands) >= len(samples))
     stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in joints])
     assert np.all(np.diff(stamps) > 0)
