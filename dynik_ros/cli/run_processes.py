@@ -484,7 +484,7 @@ class _EndWatcher:
         from diagnostic_msgs.msg import DiagnosticArray
         from sensor_msgs.msg import JointState, MultiDOFJointState
 
-        from dynik_ros.nodes.common import COMMAND_QOS, RELIABLE_QOS, SENSOR_QOS
+        from dynik_ros.nodes.common import RELIABLE_QOS, SENSOR_QOS
 
         self.status_name = f"{wearable}: link states"
         self.finished_at: float | None = None
@@ -492,15 +492,11 @@ class _EndWatcher:
         self.last_output = -1
         self.output_at = 0.0
         self.outputs = 0  # IK outputs seen
-        self.commands = 0  # bridge commands seen (on every bridge's topic)
-        self.command_at = 0.0
         self.watches_commands = bool(command_topics)
         self.bridges = bridges if command_topics else 0
         self.bridge_answered: dict[str, int] = {}  # bridge -> inputs it answered (fresh commands + refusals)
         self.answered_progress_at = 0.0
         self.ik_readers: dict[str, int] = {}  # ik_node name -> readers its output writer matched
-        for topic, kind in command_topics:
-            node.create_subscription(kind, topic, self._on_command, COMMAND_QOS)
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
         node.create_subscription(MultiDOFJointState, "/human/link_states", self._on_input, SENSOR_QOS)
         node.create_subscription(JointState, "/dynik/joint_states", self._on_output, RELIABLE_QOS)
@@ -537,10 +533,6 @@ class _EndWatcher:
         self.last_output = max(self.last_output, self._stamp(msg))
         self.output_at = time.monotonic()
         self.outputs += 1
-
-    def _on_command(self, msg: Any) -> None:
-        self.commands += 1
-        self.command_at = time.monotonic()
 
     def commanded(self, now: float, answered_at: float) -> bool:
         """Every bridge answered every IK output seen (:func:`bridges_caught_up`, by the bridges' own
