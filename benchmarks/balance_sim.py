@@ -24,6 +24,14 @@ contact samples whose whole-body ZMP (``retarget/zmp_figures.py``) is >= 1 cm in
 
     .venv/bin/python benchmarks/balance_sim.py --planted --retime --plan zmp quasi_static --slow 1 2 \
         --steps 3 --kp-scale 4 --contact 0.005
+
+``--stabilizer off on`` plays each case open loop and with the walking stabilizer (``control/stabilizer.py``:
+foot damping at the ankles, DCM feedback to a desired ZMP distributed between the feet, foot force difference;
+measured and applied by ``sim/walk_stabilizer.py``), one line each; ``--gain NAME=VALUE`` overrides its
+gains (``StabilizerConfig``):
+
+    .venv/bin/python benchmarks/balance_sim.py --planted --retime --plan zmp --slow 1 --steps 3 \
+        --stabilizer off on [--gain dcm_gain=3 --gain force_gain=5e-5]
 """
 
 from __future__ import annotations
@@ -102,13 +110,17 @@ def planted(
     plans: tuple = ("quasi_static",),
     retime: bool = False,
     steps: int = 4,
+    stabilizer: tuple = ("off",),
+    gains: dict | None = None,
 ) -> int:
     """The planted walk retargeted onto the G1 with balance (each of ``plans``), played open loop at each
     slow-down: the 1x output played slower, or with ``retime`` the walk retargeted at that speed and
     played as written (a dynamic plan holds only at the speed it was planned for)."""
+    from dynik_ros.control.stabilizer import StabilizerConfig
     from dynik_ros.retarget.zmp_figures import zmp_figures
     from dynik_ros.sim.simulator import SimConfig, Simulator
     from dynik_ros.sim.walk_playback import play
+    from dynik_ros.sim.walk_stabilizer import SimWalkStabilizer
 
     print(
         f"planted walk ({steps} steps, 100 Hz), "
@@ -116,11 +128,11 @@ def planted(
         f"speed; sim: kp_scale {kp_scale:g}, kv_scale {kv_scale:g}, contact time constant {contact:g} s"
     )
     print(
-        f"  {'plan':<12} {'slower':>6} {'result':<28} {'min height':>10} {'max tilt':>8} "
+        f"  {'plan':<12} {'slower':>6} {'stab.':<5} {'result':<28} {'min height':>10} {'max tilt':>8} "
         f"{'|tilt - plan|':>13} {'walked':>13} {'ZMP >= 1 cm in':>14}"
     )
     cache: dict = {}
-    for name, factor in ((p, f) for p in plans for f in factors):
+    for name, factor, mode in ((p, f, m) for p in plans for f in factors for m in stabilizer):
         key = (name, factor if retime else 1.0)
         if key not in cache:
             retargeter, motion, flags, q = planted_trajectory(name, key[1], steps)
@@ -135,15 +147,46 @@ def planted(
         )
         sim = Simulator.from_robot("g1", config)
         scale = 1.0 if retime else factor
-        f = play(sim, retargeter.robot.joint_names, motion.times, q, time_scale=scale)
+        joints = retargeter.robot.joint_names
+        times = motion.times[0] + (motion.times - motion.times[0]) * scale
+        stab = (
+            SimWalkStabilizer(sim, joints, times, q, StabilizerConfig(**(gains or {})))
+            if mode == "on"
+            else None
+        )
+        f = play(sim, joints, motion.times, q, time_scale=scale, stabilizer=stab)
         result = "stands" if f.fell_at is None else f"falls at sample {f.fell_sample} ({f.fell_at:.1f} s)"
         print(
-            f"  {name:<12} {factor:>5g}x {result:<28} {f.min_height:>8.3f} m {f.max_tilt:>6.1f} deg "
+            f"  {name:<12} {factor:>5g}x {mode:<5} {result:<28} {f.min_height:>8.3f} m "
+            f"{f.max_tilt:>6.1f} deg "
             f"{f.max_tilt_error:>9.1f} deg "
             f"{f.travelled:>5.2f} / {f.planned_travel:.2f} m {100 * inside:>12.1f} %",
             flush=True,
         )
     return 0
+
+
+def stabilizer_gains(items: list[str], parser: argparse.ArgumentParser) -> dict:
+    """``NAME=VALUE`` overrides of StabilizerConfig fields (an unknown name or a bad value: usage error)."""
+    from dataclasses import fields
+
+    from dynik_ros.control.stabilizer import StabilizerConfig
+
+    known = {f.name for f in fields(StabilizerConfig)}
+    gains = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if name not in known:
+            parser.error(f"--gain {item}: not a StabilizerConfig field ({', '.join(sorted(known))})")
+        try:
+            gains[name] = float(value)
+        except ValueError:
+            parser.error(f"--gain {item}: the value must be a number")
+    try:
+        StabilizerConfig(**gains).validate()
+    except ValueError as exc:
+        parser.error(f"--gain: {exc}")
+    return gains
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,10 +216,29 @@ def main(argv: list[str] | None = None) -> int:
         help="--planted: retarget the walk at each --slow speed and play it as written",
     )
     parser.add_argument("--steps", type=int, default=4, help="--planted: steps of the walk (>= 2)")
+    parser.add_argument(
+        "--stabilizer",
+        nargs="+",
+        choices=("off", "on"),
+        default=["off"],
+        help="--planted: play open loop (off) and/or with the walking stabilizer (on: control/stabilizer.py, "
+        "sim/walk_stabilizer.py), each a line",
+    )
+    parser.add_argument(
+        "--gain",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="--stabilizer on: override a StabilizerConfig field (e.g. --gain dcm_gain=3), repeatable",
+    )
     args = parser.parse_args(argv)
     if args.planted:
         plans = tuple(args.plan)
-        return planted(args.slow, args.kp_scale, args.contact, args.kv_scale, plans, args.retime, args.steps)
+        gains = stabilizer_gains(args.gain, parser)
+        return planted(
+            args.slow, args.kp_scale, args.contact, args.kv_scale, plans, args.retime, args.steps,
+            tuple(args.stabilizer), gains,
+        )  # fmt: skip
     args.slow = args.slow[0]
     from dynik_ros.retarget.human import synthetic_human_motion
     from dynik_ros.retarget.retargeter import Retargeter

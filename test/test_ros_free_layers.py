@@ -12,7 +12,7 @@ import pytest
 import dynik_ros
 
 ROOT = Path(dynik_ros.__file__).parent
-LAYERS = ("core", "io", "retarget", "estimation", "sim", "motion", "models", "testing")
+LAYERS = ("core", "io", "retarget", "estimation", "sim", "motion", "models", "testing", "control")
 ROS_PACKAGES = {
     "rclpy", "rosidl_runtime_py", "rosidl_parser", "builtin_interfaces", "diagnostic_msgs", "geometry_msgs",
     "lifecycle_msgs", "nav_msgs", "rosgraph_msgs", "sensor_msgs", "std_msgs", "std_srvs", "tf2_msgs",

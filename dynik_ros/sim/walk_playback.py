@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynik_ros.sim.simulator import Simulator
+from dynik_ros.sim.walk_stabilizer import SimWalkStabilizer
 
 
 @dataclass
@@ -56,9 +57,11 @@ def play(
     control_period: float = 0.005,
     fall_height: float = 0.45,
     fall_tilt: float = 45.0,
+    stabilizer: SimWalkStabilizer | None = None,
 ) -> PlaybackFigures:
     """Play the trajectory ``q`` ``(N, 7 + n_joints)`` (pinocchio layout, ``joint_names`` order) sampled at
-    ``times`` on ``sim`` (module docstring)."""
+    ``times`` on ``sim`` (module docstring). With a ``stabilizer`` (built on the same ``sim`` and plan) its
+    corrections are added to the reference once the blend is over."""
     times, q = np.asarray(times, dtype=float), np.asarray(q, dtype=float)
     if not (math.isfinite(time_scale) and time_scale > 0):
         raise ValueError(f"time_scale must be positive, got {time_scale}")
@@ -84,6 +87,8 @@ def play(
             sample = min(int(np.searchsorted(times, clock, side="right")) - 1, len(times) - 2)
             weight = float(np.clip((clock - times[sample]) / (times[sample + 1] - times[sample]), 0.0, 1.0))
             target = (1.0 - weight) * joints[sample] + weight * joints[sample + 1]
+            if stabilizer is not None:
+                target = stabilizer.correct(sample, weight, target, steps * sim.config.timestep)
         sim.follower.set_positions(target, sim.time)
         sim.step(steps)
         position, rotation = sim.base_pose()
