@@ -22,8 +22,9 @@ Each control period ``dt`` (:meth:`Stabilizer.update`):
 4. **Foot force difference** (Kajita 2010 eq. 13): in double support the difference of the legs' lengths
    ``dz`` obeys ``d dz/dt = K_f ((f_L - f_R) - (f_L,d - f_R,d)) - dz / T_f``: the over-loaded foot rises.
 5. **CoM admittance** (Caron 2019 sec. IV-B, first order): the horizontal CoM (pelvis) shift ``s`` obeys
-   ``d s/dt = K_c (p_measured - p_d) - s / T_c`` (off with ``com_gain`` 0): when the ankles cannot produce
-   the desired ZMP (the sole's edge), the body moves to get it.
+   ``d s/dt = K_c (p_measured - p_d) - K_xi (xi - xi_ref) - s / T_c`` (``com_gain``, ``com_dcm_gain``; both
+   0 by default: on the G1 in MuJoCo every value tried made the walk fall earlier, README "Balance
+   stabilizer").
 
 Inputs are measured per foot (the contact wrench at the sole: a force/torque sensor on a real robot, the
 contact forces in the sim) and the measured CoM and its velocity (low-pass filtered here: ``velocity_filter``
@@ -43,7 +44,7 @@ GRAVITY = 9.81
 
 @dataclass
 class StabilizerConfig:
-    """Gains (SI units). Defaults tuned on the G1 in MuJoCo (README, "Balance stabilizer")."""
+    """Gains (SI units). Defaults chosen on the G1 in MuJoCo (README, "Balance stabilizer")."""
 
     com_height: float = 0.69  # m, z_c of omega = sqrt(g / z_c)
     dcm_gain: float = 2.0  # k_dcm = 1 + k_xi / omega (>= 1: 1 is no feedback beyond the reference)
