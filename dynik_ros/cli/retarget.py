@@ -227,6 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="feet flat in contact: weighted targets (the maps' default) or hard QP rows (stance_rows.py)",
     )
     parser.add_argument(
+        "--anchor",
+        choices=("human", "robot"),
+        help="where a held foot stays once its contact is flat: where the human-derived target landed (the "
+        "maps' default) or where the robot's own sole is then (retarget/robot_anchor.py)",
+    )
+    parser.add_argument(
         "--heel-off",
         type=float,
         metavar="M",
@@ -355,6 +361,11 @@ def main(argv: list[str] | None = None) -> int:
             from dataclasses import replace
 
             contact = replace(retargeter.config.contact, stance=args.stance)
+            retargeter.config = replace(retargeter.config, contact=contact)
+        if args.anchor is not None:
+            from dataclasses import replace
+
+            contact = replace(retargeter.config.contact, anchor=args.anchor)
             retargeter.config = replace(retargeter.config, contact=contact)
         if args.heel_off is not None:
             from dataclasses import replace

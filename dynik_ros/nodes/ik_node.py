@@ -447,7 +447,12 @@ class IKNode(
                 if self.online_balance is not None:
                     self.online_balance.reset()
             time = (links.stamp_ns - self._first_ns) * 1e-9
-            return self._balanced(self.retargeter.measurements(poses, twists, time=time), time)
+            # the IK's configuration as the last step left it: with contact.anchor robot a foot turning
+            # flat in contact is held where the robot's sole is (retarget/robot_anchor.py)
+            robot_q = None if self._last_ns is None else self.ik.q
+            return self._balanced(
+                self.retargeter.measurements(poses, twists, time=time, robot_q=robot_q), time
+            )
         measurements = self.targets.measurements_from_links(poses, twists)
         # the decoder returns the same names list while the stream's names stay: index the targets' rows
         row = {name: i for i, name in enumerate(links.names)}

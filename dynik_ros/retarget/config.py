@@ -73,6 +73,7 @@ from dynik_ros.retarget.config_types import (  # noqa: F401 - re-exported: the m
 )
 
 STANCES = ("weighted", "hard")  # contact.stance
+ANCHORS = ("human", "robot")  # contact.anchor
 TOE_MODES = ("pitch", "flat")  # contact.toe
 
 
@@ -391,6 +392,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "toe",
             "toe_angle",
             "stance",
+            "anchor",
         ),
     )
     contact = ContactSpec(
@@ -409,11 +411,14 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         toe=str(c.get("toe", "flat")),
         toe_angle=r.number(c.get("toe_angle", 30.0), "contact.toe_angle", positive=True),
         stance=str(c.get("stance", "weighted")),
+        anchor=str(c.get("anchor", "human")),
     )
     if contact.toe not in TOE_MODES:
         raise r.error("contact.toe", f"expected one of {TOE_MODES}, got '{contact.toe}'")
     if contact.stance not in STANCES:
         raise r.error("contact.stance", f"expected one of {STANCES}, got '{contact.stance}'")
+    if contact.anchor not in ANCHORS:
+        raise r.error("contact.anchor", f"expected one of {ANCHORS}, got '{contact.anchor}'")
     if contact.height_off < contact.height_on or contact.speed_off < contact.speed_on:
         raise r.error("contact", "hysteresis needs height_off >= height_on and speed_off >= speed_on")
 

@@ -95,7 +95,11 @@ class ContactSpec:
     :mod:`dynik_ros.retarget.scaling`.
 
     ``stance``: ``weighted`` (the feet's targets are weighted rows like every other) or ``hard`` (while in
-    contact a foot's targets are rows of the QP it must meet: :mod:`dynik_ros.core.stance_rows`)."""
+    contact a foot's targets are rows of the QP it must meet: :mod:`dynik_ros.core.stance_rows`).
+
+    ``anchor``: where a held foot stays once its contact is flat: ``human`` (where the human-derived target
+    landed) or ``robot`` (where the robot's own sole is then, as the IK left it: a lagging leg is not
+    dragged onto the human's footprint; :mod:`dynik_ros.retarget.robot_anchor`)."""
 
     enabled: bool = True
     height_on: float = 0.03
@@ -112,6 +116,7 @@ class ContactSpec:
     toe: str = "flat"
     toe_angle: float = 30.0
     stance: str = "weighted"
+    anchor: str = "human"
 
 
 @dataclass(frozen=True)
@@ -265,6 +270,7 @@ class RetargetConfig:
             "toe": c.toe,
             "toe_angle": c.toe_angle,
             "stance": c.stance,
+            "anchor": c.anchor,
         }
         limits: dict[str, Any] = {}
         if self.position_limits:

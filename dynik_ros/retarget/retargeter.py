@@ -29,6 +29,7 @@ from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measure
 from dynik_ros.retarget.calibration import Calibration, calibrate, check_calibration, yaw_alignment
 from dynik_ros.retarget.hinge_alignment import HingeAlignment, find_hinge
 from dynik_ros.retarget.registry import RobotSpec, load_robot
+from dynik_ros.retarget.robot_anchor import RobotAnchoredFeet, robot_sole_reader
 from dynik_ros.retarget.scaling import FootContact, PositionScaling
 from dynik_ros.retarget.trajectory_errors import TrajectoryErrors, trajectory_errors
 
@@ -99,6 +100,9 @@ class RetargetResult:
     orientation_error: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (N, n_o) rad
     foot_positions: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))  # (N, n_feet, 3) achieved
     contact_points: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))  # achieved, NaN if none
+    # contact.anchor robot: (foot, time s, shift m, turn rad) per contact moved onto the robot's sole (a
+    # tuple: the ndarray fields are per sample)
+    anchor_shifts: tuple[tuple[int, float, float, float], ...] = ()
 
 
 class Retargeter:
@@ -133,6 +137,7 @@ class Retargeter:
         self.links: list[str] = list(dict.fromkeys(links))
         self._q0 = spec.initial_configuration()
         self.zmp_plan = None  # the last balanced() take's ZmpPlan (balance.plan: zmp; zmp_balance.py)
+        self.robot_anchor: RobotAnchoredFeet | None = None  # the last compute()'s feet (anchor: robot)
         if calibration is None:
             if self.config.calibration_file is not None:
                 calibration = Calibration.load(self.config.calibration_file)
@@ -301,6 +306,8 @@ class Retargeter:
         rotations: np.ndarray,
         linear_velocities: np.ndarray | None = None,
         angular_velocities: np.ndarray | None = None,
+        robot_q: np.ndarray | None = None,
+        replay: bool = True,
     ) -> tuple[list[Measurements], np.ndarray]:
         """Targets for ``N`` samples of the human links in the order of :attr:`links`.
 
@@ -308,6 +315,10 @@ class Retargeter:
         (``None``: not measured, no feed-forward). Samples must follow the previous call's in time (the
         alignment and the contact states carry over). Returns the measurements and the contact states
         ``(N, n_feet)`` (index of the robot sole point in contact, -1 for none).
+
+        With ``contact.anchor: robot`` a held foot is moved onto the robot's own sole when its contact
+        turns flat (:mod:`.robot_anchor`): at ``robot_q`` (the IK's configuration now: one sample at a time,
+        online), else, with ``replay``, in :meth:`run` of these targets (:attr:`robot_anchor`).
         """
         p = np.asarray(positions, dtype=float)
         r = np.asarray(rotations, dtype=float)
@@ -342,15 +353,36 @@ class Retargeter:
         target_positions, target_velocities = self.scaling.targets(p, r, v, w)
         foot_rotations = r[:, self._foot_links] @ self._foot_offsets
         foot_omegas = w[:, self._foot_links].copy()
-        flags = self.contact.apply(
-            np.asarray(times, dtype=float),
-            p,
-            v if measured else None,
-            target_positions,
-            target_velocities,
-            foot_rotations,
-            foot_omegas,
-        )
+        self.robot_anchor = None
+        robot_anchor = self.config.contact.anchor == "robot" and len(self.config.feet) > 0
+        if robot_anchor and robot_q is not None:
+            frames = [f.frame for f in self.config.feet]
+            self.contact.robot_sole = robot_sole_reader(self.robot, frames, np.array(robot_q, dtype=float))
+        elif robot_anchor and replay:
+            self.robot_anchor = RobotAnchoredFeet(
+                self.contact,
+                times,
+                p,
+                v if measured else None,
+                target_positions,
+                target_velocities,
+                foot_rotations,
+                foot_omegas,
+                self._foot_ori_rows,
+                self._foot_ori_feet,
+            )
+        try:
+            flags = self.contact.apply(
+                np.asarray(times, dtype=float),
+                p,
+                v if measured else None,
+                target_positions,
+                target_velocities,
+                foot_rotations,
+                foot_omegas,
+            )
+        finally:
+            self.contact.robot_sole = None
         # the feet's orientation targets as the contact left them (level in contact, blended in and out)
         target_rotations[:, self._foot_ori_rows] = foot_rotations[:, self._foot_ori_feet]
         target_omegas[:, self._foot_ori_rows] = foot_omegas[:, self._foot_ori_feet]
@@ -372,9 +404,12 @@ class Retargeter:
         poses: Mapping[str, Pose],
         twists: Mapping[str, Twist] | None = None,
         time: float | None = None,
+        robot_q: np.ndarray | None = None,
     ) -> Measurements:
         """Targets for one sample: ``poses`` ``{link: (p, R)}`` and ``twists`` ``{link: (v, w)}`` in the
-        world frame (Xsens link names). ``time`` (s) times the contact release; default: 100 Hz steps."""
+        world frame (Xsens link names). ``time`` (s) times the contact release; default: 100 Hz steps.
+        ``robot_q``: the IK's configuration now (with ``contact.anchor: robot`` a foot turning flat in
+        contact is held where the robot's sole is, :mod:`.robot_anchor`; ``None``: where the human's is)."""
         missing = [k for k in self.links if k not in poses]
         if missing:
             raise InvalidMeasurementError(f"measurement lacks human links {missing}")
@@ -390,7 +425,7 @@ class Retargeter:
             zero = (np.zeros(3), np.zeros(3))
             v = np.array([twists.get(k, zero)[0] for k in self.links], dtype=float)[None]
             w = np.array([twists.get(k, zero)[1] for k in self.links], dtype=float)[None]
-        out, flags = self.compute(np.array([time]), p, r, v, w)
+        out, flags = self.compute(np.array([time]), p, r, v, w, robot_q=robot_q, replay=False)
         self.last_contacts = flags[0]  # this sample's foot contact (index of the sole point, -1: none)
         return out[0]
 
@@ -451,6 +486,9 @@ class Retargeter:
         towards targets interpolated between the two samples (:func:`between`); only the configuration at
         the sample is written. With ``evaluate``, also computes MNTE (eq. 15), angular-velocity RMSE
         (eq. 16), position RMSE, every orientation target's angle error and the achieved foot positions.
+        With ``contact.anchor: robot`` and ``measurements`` from the last :meth:`compute` (same ``times``),
+        the feet's holds are moved onto the robot's soles as the IK goes (:mod:`.robot_anchor`; the errors
+        are then against the targets so tracked).
         """
         times = np.asarray(times, dtype=float)
         n = len(times)
@@ -472,8 +510,17 @@ class Retargeter:
         n_feet = len(self.config.feet)
         result_contacts = contacts if contacts is not None else np.full((n, n_feet), -1, dtype=int)
         step_every = max(1, n // 200)
+        replay = self.robot_anchor
+        if self.config.contact.anchor != "robot" or replay is None or not replay.matches(times):
+            replay = None
+        else:
+            replay.start()
+            measurements = list(measurements)  # the feet's rows replaced as the robot's soles land
+            frames = [f.frame for f in self.config.feet]
         for k in range(n):
             start = time.perf_counter()
+            if replay is not None:
+                measurements[k] = replay.measurement(k, measurements[k], robot, frames, ik.q)
             steps = max(1, math.ceil(float(dts[k]) / max_step - 1e-9)) if k else 1
             for j in range(1, steps):  # a sparse take (30 Hz played 3x slower): smaller IK steps between
                 ik.step(between(measurements[k - 1], measurements[k], j / steps), float(dts[k]) / steps)
@@ -513,6 +560,7 @@ class Retargeter:
             orientation_error=errors.orientation_error,
             foot_positions=errors.foot_positions,
             contact_points=errors.contact_points,
+            anchor_shifts=tuple(replay.contact.reanchors) if replay is not None else (),
         )
 
     def retarget_motion(

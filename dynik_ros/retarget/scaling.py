@@ -50,12 +50,17 @@ R_z(psi_land)`` (``y_l`` the landing heading's lateral axis): level across, pitc
 lowest point (the toe) is then the anchor and stays where it is. Samples in contact with ``s > 0`` are
 :attr:`toe`, not :attr:`flat`: a robot on its toes is not standing on a level sole (the figures count them
 apart, :mod:`.foot_figures`).
+
+Anchored on the robot (``contact.anchor: robot``; :attr:`FootContact.robot_sole` set by whoever runs the IK):
+once per contact, at the sample it turns flat, the held point moves to where the robot's own sole point is
+(horizontally, on the ground) and the level sole takes the robot sole's heading (:mod:`.robot_anchor`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
@@ -136,8 +141,29 @@ class PositionScaling:
         return positions, velocities
 
 
+@dataclass
+class HumanFeet:
+    """What the contact rules read of the human feet, per sample (:meth:`FootContact.prepare`)."""
+
+    times: list[float]
+    heights: list[list[float]]  # sole height above the ground per foot (0 standing)
+    speeds: list[list[float]]  # horizontal speed per foot
+    heels: list[list[float]]  # heel (foot link) above standing
+    toes: list[list[float]]  # toe (toe link) above standing
+    positions: np.ndarray  # (N, L, 3) the human links (footprints)
+
+
+# The robot's foot frame pose (world position, rotation) for foot f, as the IK has left it (anchor: robot).
+RobotSole = Callable[[int], tuple[np.ndarray, np.ndarray]]
+
+
 class FootContact:
-    """Contact state machine of the feet and the ground constraint on their position targets."""
+    """Contact state machine of the feet and the ground constraint on their position targets.
+
+    :attr:`robot_sole` (``None``: the human-derived anchor) is set by whoever runs the IK with
+    ``contact.anchor: robot`` (:mod:`dynik_ros.retarget.robot_anchor`, ``Retargeter.measurements``)."""
+
+    robot_sole: RobotSole | None = None
 
     def __init__(
         self,
@@ -180,6 +206,8 @@ class FootContact:
         self.heel_low = [0.0] * n  # lowest human heel height in this contact (heel_off)
         self.toe_low = [0.0] * n  # and toe height
         self.heel_lifted = [False] * n  # released by heel_off: no new contact yet (heel_off)
+        self.anchored = [False] * n  # this contact's hold was moved onto the robot's sole (anchor: robot)
+        self.reanchors: list[tuple[int, float, float, float]] = []  # (foot, time, shift m, turn rad)
 
     def human_sole_heights(self, p: np.ndarray) -> np.ndarray:
         """Height of each human sole above the ground ``(N, n_feet)``: 0 when standing flat."""
@@ -198,6 +226,24 @@ class FootContact:
         if self.in_contact[f]:
             return min(1.0, (t - self.contact_at[f]) / blend)
         return self.level_at_release[f] * max(0.0, 1.0 - (t - self.release_at[f]) / blend)
+
+    def prepare(self, times: np.ndarray, p: np.ndarray, v: np.ndarray | None) -> HumanFeet:
+        """What the contact rules read of the human feet for samples ``times`` (:meth:`advance`)."""
+        heights = self.human_sole_heights(p)
+        # heel (foot link) and toe (toe link) above standing (heel_off; a foot without toe link never lets go)
+        standing = self.human_ground + np.concatenate(self.clearance)
+        above = p[:, np.concatenate(self.sensor_links), 2] - standing
+        first = np.cumsum([0] + [len(g) for g in self.sensor_links[:-1]])
+        last = first + np.array([len(g) - 1 for g in self.sensor_links])
+        speeds = self.human_speeds(v) if v is not None else np.zeros_like(heights)
+        return HumanFeet(
+            times=np.asarray(times, dtype=float).tolist(),
+            heights=heights.tolist(),
+            speeds=speeds.tolist(),
+            heels=above[:, first].tolist(),
+            toes=above[:, last].tolist(),
+            positions=p,
+        )
 
     def apply(
         self,
@@ -224,138 +270,179 @@ class FootContact:
         self.toe = np.zeros((n, len(self.feet)), dtype=bool)  # in contact, pitched about the toe (w > 0)
         if not self.feet:
             return flags
-        heights = self.human_sole_heights(p)
-        # heel (foot link) and toe (toe link) above standing (heel_off; a foot without toe link never lets go)
-        standing = self.human_ground + np.concatenate(self.clearance)
-        above = p[:, np.concatenate(self.sensor_links), 2] - standing
-        first = np.cumsum([0] + [len(g) for g in self.sensor_links[:-1]])
-        last = first + np.array([len(g) - 1 for g in self.sensor_links])
-        heel_list, toe_list = above[:, first].tolist(), above[:, last].tolist()
-        speeds = self.human_speeds(v) if v is not None else np.zeros_like(heights)
+        human = self.prepare(times, p, v)
+        for f, row in enumerate(self.rows):
+            for k in range(n):
+                self.advance(
+                    f,
+                    k,
+                    human,
+                    positions[k, row],
+                    velocities[k, row],
+                    foot_rotations[k],
+                    foot_omegas[k],
+                    flags[k],
+                    self.flat[k],
+                    self.toe[k],
+                )
+        return flags
+
+    def advance(
+        self,
+        f: int,
+        k: int,
+        human: HumanFeet,
+        target: np.ndarray,
+        rate: np.ndarray,
+        rotations: np.ndarray,
+        omegas: np.ndarray,
+        flags: np.ndarray,
+        flat: np.ndarray,
+        on_toe: np.ndarray,
+    ) -> None:
+        """Foot ``f`` at sample ``k`` of ``human``: its position target ``target`` and velocity ``rate``
+        (3,), and ``rotations[f]`` / ``omegas[f]`` (the feet's orientation targets of this sample), are
+        changed in place; ``flags[f]``, ``flat[f]``, ``on_toe[f]`` set (:meth:`apply`). Samples of one foot
+        must come in order; feet are independent. With :attr:`robot_sole` set, the hold is anchored where
+        the robot's sole is once the contact is flat (module docstring, ``contact.anchor: robot``)."""
         spec = self.spec
         tau = max(spec.release_time, 1e-9)
-        h_list, s_list, t_list = heights.tolist(), speeds.tolist(), np.asarray(times, dtype=float).tolist()
         heel_off = spec.heel_off if spec.toe == "flat" else 0.0
         blend = max(spec.blend_time, 1e-9)
         pivot_off = math.radians(spec.pivot_off)
         toes = spec.toe == "pitch" and spec.flatten
         toe_full = math.radians(spec.toe_angle)
-        for f, row in enumerate(self.rows):
-            sole = self.soles[f]
-            for k in range(n):
-                t, h, s = t_list[k], h_list[k][f], s_list[k][f]
-                target = positions[k, row]
-                rate = velocities[k, row]
-                now = next_contact(self.in_contact[f], h, s, spec) and t >= self.quiet_until[f]
-                heel, toe = heel_list[k][f], toe_list[k][f]
-                if self.heel_lifted[f]:  # released at toe-off: no new contact until the foot leaves the
-                    # ground or its heel is back down where it stood (module docstring)
-                    down = heel - self.heel_low[f] <= heel_off
-                    self.heel_lifted[f] = next_contact(True, h, s, spec) and not down
-                    now = now and not self.heel_lifted[f]
-                if now and self.in_contact[f] and heel_off > 0.0:
-                    # toe-off: the heel rose heel_off above its lowest in this contact (module docstring)
-                    self.heel_low[f] = min(self.heel_low[f], heel)
-                    self.toe_low[f] = min(self.toe_low[f], toe)
-                    rise = heel - self.heel_low[f]
-                    if rise > heel_off and rise > toe - self.toe_low[f]:
-                        now = False
-                        self.heel_lifted[f] = True
-                if now and self.in_contact[f] and (spec.drift_off > 0.0 or spec.pivot_off > 0.0):
-                    # the human foot left its footprint (where it was once the touch-down blend was over):
-                    # every point of it slid drift_off, or it turned pivot_off about the vertical; no
-                    # standing robot foot can follow either (module docstring)
-                    here = p[k, self.sensor_links[f], :2]
-                    heading = foot_rotations[k, f][:, 0]
-                    yaw = math.atan2(heading[1], heading[0])
-                    if t - self.contact_at[f] <= spec.blend_time:
-                        self.footprint[f] = here.copy()
-                        self.footprint_yaw[f] = yaw
-                    elif (
-                        spec.drift_off > 0.0
-                        and float(np.linalg.norm(here - self.footprint[f], axis=1).min()) > spec.drift_off
-                    ) or (spec.pivot_off > 0.0 and abs(_wrap(yaw - self.footprint_yaw[f])) > pivot_off):
-                        now = False
-                        self.quiet_until[f] = t + spec.release_time
-                if self.in_contact[f]:
-                    if not now:
-                        self.level_at_release[f] = self._level_weight(f, t)
-                        self.in_contact[f] = False
-                        self.release_at[f] = t
-                        self.release_delta[f] = self.last[f] - target
-                        self.level[f] = 0.0
-                elif now:
-                    self.in_contact[f] = True
-                    self.contact_at[f] = t
-                    self.heel_low[f], self.toe_low[f] = heel, toe
-                    self.footprint[f] = p[k, self.sensor_links[f], :2].copy()
-                    heading = foot_rotations[k, f][:, 0]
-                    self.landing_yaw[f] = math.atan2(heading[1], heading[0])
-                    self.footprint_yaw[f] = self.landing_yaw[f]
-                    delta = self.release_delta[f]
-                    if delta is not None:  # landing again while the last release still fades
-                        target += delta * math.exp(-(t - self.release_at[f]) / tau)
-                    self.point[f] = -1  # anchored below, at the lowest point of this sample
-                    self.release_delta[f] = None
-                on_toes = 0.0  # s(theta), module docstring: also after lift-off while the level weight fades
-                if toes:
-                    heel_up = math.asin(max(-1.0, min(1.0, -float(foot_rotations[k, f][2, 0]))))
-                    on_toes, slope = toe_pitch(heel_up, toe_full)
-                    self.toe[k, f] = self.in_contact[f] and on_toes > 0.0
-                alpha = self._level_weight(f, t)
-                if alpha > 0.0:  # towards the level sole (module docstring)
-                    r_h = foot_rotations[k, f]
-                    c, sn = math.cos(self.landing_yaw[f]), math.sin(self.landing_yaw[f])
-                    level = np.array(((c, -sn, 0.0), (sn, c, 0.0), (0.0, 0.0, 1.0)))
-                    level_rate = np.zeros(3)
-                    if on_toes > 0.0:  # on the toes: level across, pitched about the toe line
-                        across = level[:, 1]  # the toe line's direction (the foot's y at the landing heading)
-                        level = pin.exp3(on_toes * across) @ level
-                        level_rate = slope * float(foot_omegas[k, f] @ across) * across
-                    turn = pin.log3(r_h.T @ level)  # the whole way to level, in the human foot's frame
-                    foot_rotations[k, f] = r_h @ pin.exp3(alpha * turn)
-                    # feed-forward: the human's rotation fading out plus the blend's own rate d(alpha)/dt
-                    rate_alpha = 0.0
-                    if 0.0 < alpha < 1.0:
-                        rate_alpha = 1.0 / blend if self.in_contact[f] else -self.level_at_release[f] / blend
-                    foot_omegas[k, f] = (
-                        (1.0 - alpha) * foot_omegas[k, f] + rate_alpha * (r_h @ turn) + alpha * level_rate
-                    )
-                points = sole @ foot_rotations[k, f].T  # sole points in world orientation (m, 3)
-                j = int(points[:, 2].argmin())
-                if self.in_contact[f] and not spec.hold:  # contact without holding: only kept above the floor
-                    flags[k, f] = j
-                    self.flat[k, f] = t - self.contact_at[f] >= spec.blend_time - 1e-9 and on_toes == 0.0
-                elif self.in_contact[f]:
-                    if self.point[f] < 0:  # touch-down: the lowest point lands where it is
-                        self.anchor[f] = target + points[j]
-                        self.anchor[f][2] = self.robot_ground
-                        self.point[f] = j
-                    elif j != self.point[f] and points[j, 2] < points[self.point[f], 2] - 1e-9:
-                        # rolled onto another sole point: anchor it where it is (a flat sole ties: keep)
-                        self.anchor[f] = self.last[f] + points[j]
-                        self.anchor[f][2] = self.robot_ground
-                        self.point[f] = j
-                    j = self.point[f]
-                    lever = points[j]
-                    target[:] = self.anchor[f] - lever
-                    rate[:] = -np.cross(foot_omegas[k, f], lever)
-                    self.last[f] = target.copy()
-                    flags[k, f] = j
-                    self.flat[k, f] = t - self.contact_at[f] >= spec.blend_time - 1e-9 and on_toes == 0.0
-                    continue
-                delta = self.release_delta[f]
-                if delta is not None:
-                    fade = math.exp(-(t - self.release_at[f]) / tau)
-                    target += fade * delta
-                    rate -= (fade / tau) * delta
-                    if fade < 1e-4:
-                        self.release_delta[f] = None
-                floor = self.robot_ground - points[j, 2]  # no sole point below the ground
-                if target[2] < floor:
-                    target[2] = floor
-                    # the floor's own rate as the foot turns: the lowest point's height is -(w x lever)_z
-                    floor_rate = -float(np.cross(foot_omegas[k, f], points[j])[2])
-                    rate[2] = max(rate[2], floor_rate, 0.0)
-                self.last[f] = target.copy()
-        return flags
+        sole = self.soles[f]
+        p = human.positions
+        t, h, s = human.times[k], human.heights[k][f], human.speeds[k][f]
+        now = next_contact(self.in_contact[f], h, s, spec) and t >= self.quiet_until[f]
+        heel, toe = human.heels[k][f], human.toes[k][f]
+        if self.heel_lifted[f]:  # released at toe-off: no new contact until the foot leaves the
+            # ground or its heel is back down where it stood (module docstring)
+            down = heel - self.heel_low[f] <= heel_off
+            self.heel_lifted[f] = next_contact(True, h, s, spec) and not down
+            now = now and not self.heel_lifted[f]
+        if now and self.in_contact[f] and heel_off > 0.0:
+            # toe-off: the heel rose heel_off above its lowest in this contact (module docstring)
+            self.heel_low[f] = min(self.heel_low[f], heel)
+            self.toe_low[f] = min(self.toe_low[f], toe)
+            rise = heel - self.heel_low[f]
+            if rise > heel_off and rise > toe - self.toe_low[f]:
+                now = False
+                self.heel_lifted[f] = True
+        if now and self.in_contact[f] and (spec.drift_off > 0.0 or spec.pivot_off > 0.0):
+            # the human foot left its footprint (where it was once the touch-down blend was over):
+            # every point of it slid drift_off, or it turned pivot_off about the vertical; no
+            # standing robot foot can follow either (module docstring)
+            here = p[k, self.sensor_links[f], :2]
+            heading = rotations[f][:, 0]
+            yaw = math.atan2(heading[1], heading[0])
+            if t - self.contact_at[f] <= spec.blend_time:
+                self.footprint[f] = here.copy()
+                self.footprint_yaw[f] = yaw
+            elif (
+                spec.drift_off > 0.0
+                and float(np.linalg.norm(here - self.footprint[f], axis=1).min()) > spec.drift_off
+            ) or (spec.pivot_off > 0.0 and abs(_wrap(yaw - self.footprint_yaw[f])) > pivot_off):
+                now = False
+                self.quiet_until[f] = t + spec.release_time
+        if self.in_contact[f]:
+            if not now:
+                self.level_at_release[f] = self._level_weight(f, t)
+                self.in_contact[f] = False
+                self.release_at[f] = t
+                self.release_delta[f] = self.last[f] - target
+                self.level[f] = 0.0
+        elif now:
+            self.in_contact[f] = True
+            self.contact_at[f] = t
+            self.heel_low[f], self.toe_low[f] = heel, toe
+            self.footprint[f] = p[k, self.sensor_links[f], :2].copy()
+            heading = rotations[f][:, 0]
+            self.landing_yaw[f] = math.atan2(heading[1], heading[0])
+            self.footprint_yaw[f] = self.landing_yaw[f]
+            delta = self.release_delta[f]
+            if delta is not None:  # landing again while the last release still fades
+                target += delta * math.exp(-(t - self.release_at[f]) / tau)
+            self.point[f] = -1  # anchored below, at the lowest point of this sample
+            self.anchored[f] = False
+            self.release_delta[f] = None
+        robot = None  # the robot's sole, read once per contact as it turns flat (contact.anchor: robot)
+        if (
+            self.robot_sole is not None
+            and spec.hold
+            and self.in_contact[f]
+            and not self.anchored[f]
+            and t - self.contact_at[f] >= spec.blend_time - 1e-9
+        ):
+            self.anchored[f] = True
+            robot = self.robot_sole(f)
+            heading = robot[1][:, 0]
+            turn_yaw = math.atan2(heading[1], heading[0])
+            turned = _wrap(turn_yaw - self.landing_yaw[f])
+            self.landing_yaw[f] = turn_yaw  # the level sole keeps the robot's own heading
+        on_toes = 0.0  # s(theta), module docstring: also after lift-off while the level weight fades
+        if toes:
+            heel_up = math.asin(max(-1.0, min(1.0, -float(rotations[f][2, 0]))))
+            on_toes, slope = toe_pitch(heel_up, toe_full)
+            on_toe[f] = self.in_contact[f] and on_toes > 0.0
+        alpha = self._level_weight(f, t)
+        if alpha > 0.0:  # towards the level sole (module docstring)
+            r_h = rotations[f]
+            c, sn = math.cos(self.landing_yaw[f]), math.sin(self.landing_yaw[f])
+            level = np.array(((c, -sn, 0.0), (sn, c, 0.0), (0.0, 0.0, 1.0)))
+            level_rate = np.zeros(3)
+            if on_toes > 0.0:  # on the toes: level across, pitched about the toe line
+                across = level[:, 1]  # the toe line's direction (the foot's y at the landing heading)
+                level = pin.exp3(on_toes * across) @ level
+                level_rate = slope * float(omegas[f] @ across) * across
+            turn = pin.log3(r_h.T @ level)  # the whole way to level, in the human foot's frame
+            rotations[f] = r_h @ pin.exp3(alpha * turn)
+            # feed-forward: the human's rotation fading out plus the blend's own rate d(alpha)/dt
+            rate_alpha = 0.0
+            if 0.0 < alpha < 1.0:
+                rate_alpha = 1.0 / blend if self.in_contact[f] else -self.level_at_release[f] / blend
+            omegas[f] = (1.0 - alpha) * omegas[f] + rate_alpha * (r_h @ turn) + alpha * level_rate
+        points = sole @ rotations[f].T  # sole points in world orientation (m, 3)
+        j = int(points[:, 2].argmin())
+        if self.in_contact[f] and not spec.hold:  # contact without holding: only kept above the floor
+            flags[f] = j
+            flat[f] = t - self.contact_at[f] >= spec.blend_time - 1e-9 and on_toes == 0.0
+        elif self.in_contact[f]:
+            if self.point[f] < 0:  # touch-down: the lowest point lands where it is
+                self.anchor[f] = target + points[j]
+                self.anchor[f][2] = self.robot_ground
+                self.point[f] = j
+            elif j != self.point[f] and points[j, 2] < points[self.point[f], 2] - 1e-9:
+                # rolled onto another sole point: anchor it where it is (a flat sole ties: keep)
+                self.anchor[f] = self.last[f] + points[j]
+                self.anchor[f][2] = self.robot_ground
+                self.point[f] = j
+            j = self.point[f]
+            if robot is not None:  # the held point where the robot's own sole point is, on the ground
+                moved = robot[0] + robot[1] @ sole[j]
+                moved[2] = self.robot_ground
+                shift = float(np.linalg.norm(moved[:2] - self.anchor[f][:2]))
+                self.reanchors.append((f, t, shift, turned))
+                self.anchor[f] = moved
+            lever = points[j]
+            target[:] = self.anchor[f] - lever
+            rate[:] = -np.cross(omegas[f], lever)
+            self.last[f] = target.copy()
+            flags[f] = j
+            flat[f] = t - self.contact_at[f] >= spec.blend_time - 1e-9 and on_toes == 0.0
+            return
+        delta = self.release_delta[f]
+        if delta is not None:
+            fade = math.exp(-(t - self.release_at[f]) / tau)
+            target += fade * delta
+            rate -= (fade / tau) * delta
+            if fade < 1e-4:
+                self.release_delta[f] = None
+        floor = self.robot_ground - points[j, 2]  # no sole point below the ground
+        if target[2] < floor:
+            target[2] = floor
+            # the floor's own rate as the foot turns: the lowest point's height is -(w x lever)_z
+            floor_rate = -float(np.cross(omegas[f], points[j])[2])
+            rate[2] = max(rate[2], floor_rate, 0.0)
+        self.last[f] = target.copy()

@@ -1,0 +1,119 @@
+"""Held feet anchored where the robot's own soles are (``contact.anchor: robot``, issue 9).
+
+The feet's targets are computed from the human alone, ahead of the IK (:meth:`Retargeter.compute`,
+:class:`~dynik_ros.retarget.scaling.FootContact`): a contact holds the foot where the human-derived target
+landed. A robot leg that lags (a joint at its velocity limit, a roll at its position limit) puts its sole
+down late and elsewhere, and the stance rows (``v* = v_ref + K e``, weighted or hard) then pull the standing
+foot onto that footprint during the contact: a slide, and overshooting it, depth.
+
+With ``anchor: robot`` the hold is moved, once per contact, at the sample its sole turns flat (``blend_time``
+after touch-down, when :attr:`FootContact.flat` starts and the slide is counted): the held sole point
+(``FootContact.point``, the heel that struck first or the point the foot rolled onto) goes to the robot's
+own sole point, horizontally, on the ground plane; the level orientation takes the robot sole's heading
+``psi = atan2(x_y, x_x)`` of its frame's x axis. The hold then starts with no horizontal error and the
+rows keep the foot still. Why the flat sample, not the touch-down: at touch-down the lagging foot is still
+travelling towards the human footprint (measured: 19 mm above it on TALOS's left turn), and anchoring it
+there would stop the step short and leave the touch-down blend's tilt to pull it about the anchor; by the
+flat sample it has had ``blend_time`` to get there, and the slide figures start then.
+
+Offline the targets are computed before the IK runs (the balance plans need the whole take), so
+:meth:`Retargeter.run` replays the feet's contact rules sample by sample (:class:`RobotAnchoredFeet`) from the
+state and the raw inputs :meth:`Retargeter.compute` kept, with the IK's configuration at each sample; the
+contact flags do not change (they are the human's), only the held feet's targets. Online
+(``Retargeter.measurements(..., robot_q=ik.q)``, ``ik_node``) the same rule runs in the one pass.
+"""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from dataclasses import replace
+
+import numpy as np
+
+from dynik_ros.core.targets import Measurements
+from dynik_ros.retarget.scaling import FootContact
+
+
+def robot_sole_reader(robot, frames, q: np.ndarray):
+    """``f -> (position, rotation)`` of the robot's foot frame ``frames[f]`` at configuration ``q``."""
+    return lambda f: robot.frame_pose(q, frames[f])
+
+
+class RobotAnchoredFeet:
+    """The feet's targets of one :meth:`Retargeter.compute` call, replayed with the robot's soles.
+
+    Built from the contact machine as it was before that call (copied) and the raw (human-derived, before
+    any hold) foot rows of the call; :meth:`measurement` gives sample ``k``'s measurement with the feet's
+    rows as the rule gives them with the robot at ``q`` (samples in order, each once)."""
+
+    def __init__(
+        self,
+        contact: FootContact,
+        times: np.ndarray,
+        p: np.ndarray,
+        v: np.ndarray | None,
+        positions: np.ndarray,
+        velocities: np.ndarray,
+        rotations: np.ndarray,
+        omegas: np.ndarray,
+        orientation_rows: np.ndarray,
+        orientation_feet: np.ndarray,
+    ):
+        self._initial = deepcopy(contact)
+        self.contact = deepcopy(contact)
+        self.times = np.array(times, dtype=float)
+        self.human = contact.prepare(self.times, p, v)
+        self.rows = list(contact.rows)
+        self.positions = positions[:, self.rows].copy()  # (N, n_feet, 3) before any hold
+        self.velocities = velocities[:, self.rows].copy()
+        self.rotations = rotations.copy()  # (N, n_feet, 3, 3) the human feet, before levelling
+        self.omegas = omegas.copy()
+        self.orientation_rows = np.asarray(orientation_rows, dtype=int)
+        self.orientation_feet = np.asarray(orientation_feet, dtype=int)
+        n, n_feet = len(self.times), len(self.rows)
+        self.flags = np.full((n, n_feet), -1, dtype=int)
+        self.flat = np.zeros((n, n_feet), dtype=bool)
+        self.on_toe = np.zeros((n, n_feet), dtype=bool)
+
+    def start(self) -> None:
+        """Back to the contact states before the take (a new run of the same targets)."""
+        self.contact = deepcopy(self._initial)
+
+    def matches(self, times: np.ndarray) -> bool:
+        """Whether ``times`` are this call's samples (``run`` was given the targets it computed)."""
+        times = np.asarray(times, dtype=float)
+        return times.shape == self.times.shape and bool(np.array_equal(times, self.times))
+
+    def measurement(self, k: int, m: Measurements, robot, frames, q: np.ndarray) -> Measurements:
+        """Sample ``k`` of the take: ``m`` (its measurement from ``compute``, balance added) with the feet's
+        rows from the contact rules run with the robot's soles at ``q`` (a new object when they differ)."""
+        position, velocity = self.positions[k].copy(), self.velocities[k].copy()
+        rotation, omega = self.rotations[k].copy(), self.omegas[k].copy()
+        self.contact.robot_sole = robot_sole_reader(robot, frames, q)
+        try:
+            for f in range(len(self.rows)):
+                self.contact.advance(
+                    f, k, self.human, position[f], velocity[f], rotation, omega,
+                    self.flags[k], self.flat[k], self.on_toe[k],
+                )  # fmt: skip
+        finally:
+            self.contact.robot_sole = None
+        ori_rows, ori_feet = self.orientation_rows, self.orientation_feet
+        if np.array_equal(m.positions[self.rows], position) and np.array_equal(
+            m.rotations[ori_rows], rotation[ori_feet]
+        ):
+            return m  # nothing moved (no contact re-anchored so far, or out of its reach)
+        positions = np.array(m.positions, dtype=float)
+        positions[self.rows] = position
+        rotations = np.array(m.rotations, dtype=float)
+        rotations[ori_rows] = rotation[ori_feet]
+        linear, angular = m.linear_velocities, m.angular_velocities
+        if linear is not None:
+            linear = np.array(linear, dtype=float)
+            linear[self.rows] = velocity
+        if angular is not None:
+            angular = np.array(angular, dtype=float)
+            angular[ori_rows] = omega[ori_feet]
+        return replace(
+            m, positions=positions, rotations=rotations, linear_velocities=linear, angular_velocities=angular
+        )

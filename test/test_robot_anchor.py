@@ -1,0 +1,178 @@
+"""A held foot anchored where the robot's own sole is (``contact.anchor: robot``, retarget/robot_anchor.py):
+checked on the written trajectory (forward kinematics of the output q) of a robot whose legs cannot keep up
+with a quick human step (leg velocity limits cut to 0.5 rad/s), offline (``Retargeter.run``) and one sample
+at a time as ``ik_node`` does (``Retargeter.measurements(..., robot_q=ik.q)``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from dynik_ros.retarget.config import RetargetConfigError, config_from_dict
+from dynik_ros.retarget.foot_figures import foot_figures
+from dynik_ros.retarget.retargeter import Retargeter
+
+STEP, LIFT, SWING = 0.3, 0.08, 0.15  # m forward, m up, s: the human's left foot steps at 0.5 s
+SLOW_LEGS = 0.5  # rad/s on every hip, knee and ankle joint (G1's are 20-32)
+
+
+def _quick_step(duration: float = 2.5, rate: float = 100.0):
+    """A subject in T-pose whose left foot (foot and toe) steps ``STEP`` forward in ``SWING`` s (lifted
+    ``LIFT``, smoothstep in x, half a sine in z) from 0.5 s, then stands; the rest still."""
+    from dynik_ros.cli.retarget import synthetic_motion
+
+    motion = synthetic_motion("tpose", duration, rate)
+    t = motion.times - motion.times[0]
+    x = np.clip((t - 0.5) / SWING, 0.0, 1.0)
+    s = x * x * (3.0 - 2.0 * x)
+    ds = np.where((x > 0.0) & (x < 1.0), 6.0 * x * (1.0 - x) / SWING, 0.0)
+    positions, velocities = motion.positions.copy(), motion.linear_velocities.copy()
+    for link in ("LeftFoot", "LeftToe"):
+        i = motion.links.index(link)
+        positions[:, i, 0] += STEP * s
+        positions[:, i, 2] += LIFT * np.sin(np.pi * s)
+        velocities[:, i, 0] += STEP * ds
+        velocities[:, i, 2] += LIFT * np.pi * np.cos(np.pi * s) * ds
+    return dataclasses.replace(motion, positions=positions, linear_velocities=velocities)
+
+
+def _slow_g1(anchor: str, stance: str = "weighted") -> Retargeter:
+    rt = Retargeter.from_config("g1")
+    contact = dataclasses.replace(rt.config.contact, anchor=anchor, stance=stance)
+    rt.config = dataclasses.replace(rt.config, contact=contact)
+    for name in rt.robot.joint_names:
+        if any(part in name for part in ("hip", "knee", "ankle")):
+            rt.robot.set_velocity_limit(name, SLOW_LEGS)
+    return rt
+
+
+def _landing(flags: np.ndarray) -> tuple[int, int]:
+    """``[start, end)`` of the left foot's last contact (the one after the step)."""
+    inside = np.concatenate(([False], flags[:, 0] >= 0, [False]))
+    edges = np.flatnonzero(np.diff(inside.astype(int)))
+    return int(edges[-2]), int(edges[-1])
+
+
+def _sole_centres(rt: Retargeter, q: np.ndarray) -> np.ndarray:
+    """World position of the left sole's centre (mean of its sole points) for every output ``q``."""
+    foot = rt.config.feet[0]
+    centre = np.asarray(foot.sole, dtype=float).reshape(-1, 3).mean(axis=0)
+    out = []
+    for qk in q:
+        p, r = rt.robot.frame_pose(qk, foot.frame)
+        out.append(p + r @ centre)
+    return np.array(out)
+
+
+def _offline(anchor: str, stance: str = "weighted"):
+    rt = _slow_g1(anchor, stance)
+    motion = _quick_step()
+    rt.reset()
+    measurements, flags = rt.motion_measurements(motion)
+    result = rt.run(motion.times, measurements, settle=1.0, contacts=flags)
+    return rt, motion, measurements, flags, result
+
+
+@pytest.mark.parametrize("stance", ["weighted", "hard"])
+def test_a_lagging_foot_is_held_where_the_robot_put_it_not_dragged_onto_the_human_footprint(stance):
+    human_rt, motion, _, human_flags, human = _offline("human", stance)
+    robot_rt, _, _, robot_flags, robot = _offline("robot", stance)
+    np.testing.assert_array_equal(robot_flags, human_flags)  # the contacts are the human's either way
+    np.testing.assert_array_equal(robot.contacts, human.contacts)
+    start, end = _landing(robot_flags)
+    flat = start + int(round(robot_rt.config.contact.blend_time / (motion.times[1] - motion.times[0])))
+    assert robot_rt.contact.flat[flat, 0] and not robot_rt.contact.flat[flat - 1, 0]
+
+    # the legs lag: when the landing contact turns flat the robot's sole is well short of the human target
+    shifts = np.array(robot.anchor_shifts).reshape(-1, 4)
+    landing = shifts[(shifts[:, 0] == 0) & (np.abs(shifts[:, 1] - motion.times[flat]) < 1e-9)]
+    assert len(landing) == 1 and landing[0, 2] > 0.008
+
+    # ground truth on the written trajectory: the old hold drags the standing sole onto the human's
+    # footprint during the flat contact (a slide); the robot's hold keeps it where it landed
+    for rt, result, limit in ((human_rt, human, None), (robot_rt, robot, 0.004)):
+        centres = _sole_centres(rt, result.q[flat:end])
+        slide = float(np.linalg.norm(centres[:, :2] - centres[0, :2], axis=1).max())
+        if limit is None:
+            assert slide > 0.008, slide
+        else:
+            assert slide < limit, slide
+    figures = {
+        name: foot_figures(rt.robot, r.q, r.times, r.contacts, rt.config.feet, rt.config.contact.blend_time)[
+            0
+        ]
+        for name, rt, r in (("human", human_rt, human), ("robot", robot_rt, robot))
+    }
+    assert figures["robot"].slide_max_mm < 4.0 < 8.0 < figures["human"].slide_max_mm
+    assert figures["robot"].penetration_max_mm <= figures["human"].penetration_max_mm + 0.5
+
+    # the written joints stay within their velocity limits (finite differences of the output)
+    rates = np.abs(np.diff(robot.q[:, 7:], axis=0)) / np.diff(robot.times)[:, None]
+    assert np.all(rates <= robot_rt.robot.velocity_limit * (1 + 1e-6) + 1e-9)
+
+
+def test_one_sample_at_a_time_with_the_robot_configuration_holds_the_foot_as_offline():
+    """``ik_node``'s path: each sample's targets from ``measurements(..., robot_q=ik.q)`` then one IK step."""
+    motion = _quick_step()
+    slides = {}
+    for anchor in ("human", "robot"):
+        rt = _slow_g1(anchor)
+        rt.reset()
+        times, p, r, v, w = rt.motion_arrays(motion)
+        ik = rt.make_ik()
+        q_out, flags = [], []
+        for k, t in enumerate(times):
+            poses = {link: (p[k, i], r[k, i]) for i, link in enumerate(rt.links)}
+            twists = {link: (v[k, i], w[k, i]) for i, link in enumerate(rt.links)}
+            m = rt.measurements(poses, twists, time=float(t), robot_q=ik.q)
+            if k == 0:
+                rt.settle(ik, m, 1.0)
+            q, _ = ik.step(m, 0.01)
+            q_out.append(q.copy())
+            flags.append(rt.last_contacts.copy())
+        flags = np.array(flags)
+        start, end = _landing(flags)
+        flat = start + 10
+        centres = _sole_centres(rt, np.array(q_out)[flat:end])
+        slides[anchor] = float(np.linalg.norm(centres[:, :2] - centres[0, :2], axis=1).max())
+        if anchor == "robot":
+            assert len(rt.contact.reanchors) >= 1
+            assert max(shift for foot, _, shift, _ in rt.contact.reanchors if foot == 0) > 0.008
+        else:
+            assert rt.contact.reanchors == []
+    assert slides["robot"] < 0.004 < 0.008 < slides["human"], slides
+
+
+def test_the_map_names_a_bad_anchor_and_writes_a_good_one():
+    data = {
+        "robot": {"name": "x", "urdf": "x.urdf"},
+        "root": {"link": "Pelvis", "frame": "pelvis"},
+        "calibration": {"base_rpy_deg": [0, 0, 0], "joints_deg": {}},
+        "targets": [{"link": "Pelvis", "frame": "pelvis", "position": True}],
+        "contact": {"anchor": "floor"},
+    }
+    with pytest.raises(RetargetConfigError, match="contact.anchor"):
+        config_from_dict(data, "bad.yaml")
+    data["contact"]["anchor"] = "robot"
+    assert config_from_dict(data, "ok.yaml").contact.anchor == "robot"
+    assert config_from_dict(data, "ok.yaml").to_dict()["contact"]["anchor"] == "robot"
+    del data["contact"]["anchor"]
+    assert config_from_dict(data, "ok.yaml").contact.anchor == "human"
+
+
+def test_dynik_retarget_anchor_robot_moves_the_holds_and_keeps_the_contacts(tmp_path):
+    """``--anchor robot`` on the committed CMU excerpt with TALOS (its legs at their velocity limits on 44 %
+    of the samples): the same contacts in retarget.npz as the maps' default, a different trajectory."""
+    from pathlib import Path
+
+    from dynik_ros.cli.retarget import main
+
+    excerpt = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
+    common = [str(excerpt), "--robot", "talos", "--no-bag", "--no-plots", "--quiet", "--settle", "0.2"]
+    assert main([*common, "--out", str(tmp_path / "robot"), "--anchor", "robot"]) == 0
+    assert main([*common, "--out", str(tmp_path / "human")]) == 0
+    robot, human = (np.load(tmp_path / name / "retarget.npz") for name in ("robot", "human"))
+    np.testing.assert_array_equal(robot["contacts"], human["contacts"])
+    assert np.abs(robot["q"] - human["q"]).max() > 1e-4
