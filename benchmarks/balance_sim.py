@@ -31,7 +31,13 @@ measured and applied by ``sim/walk_stabilizer.py``), one line each; ``--gain NAM
 gains (``StabilizerConfig``):
 
     .venv/bin/python benchmarks/balance_sim.py --planted --retime --plan zmp --slow 1 --steps 3 \
-        --stabilizer off on [--gain dcm_gain=3 --gain force_gain=5e-5]
+        --stabilizer off on [--gain dcm_gain=3 --gain force_gain=1e-4]
+
+``--walk synthetic`` / ``--walk cmu`` plays the 6 s synthetic walk or the committed CMU 131_01 excerpt instead
+(retargeted at each ``--slow`` speed, resampled to its own rate):
+
+    .venv/bin/python benchmarks/balance_sim.py --planted --walk cmu --plan zmp --slow 1 2 4 \
+        --stabilizer off on
 """
 
 from __future__ import annotations
@@ -78,20 +84,37 @@ def com_shift(retargeter, flags: np.ndarray, start: int, seconds: float = 3.0) -
     return np.array(q)
 
 
-def planted_trajectory(plan: str, factor: float = 1.0, steps: int = 4):
+def planted_trajectory(plan: str, factor: float = 1.0, steps: int = 4, walk: str = "planted"):
     """``(retargeter, motion, flags, q)``: the planted walk ``factor`` times slower (its double and single
     supports stretched, the contact thresholds following the clock, 100 Hz) retargeted onto the G1 with
-    the balance ``plan``."""
+    the balance ``plan``. ``walk`` "synthetic" (the 6 s synthetic walk, 100 Hz) or "cmu" (the committed CMU
+    131_01 excerpt, 120 Hz) instead: that motion played ``factor`` times slower, resampled to its rate."""
     from dynik_ros.motion.planted_walk import PlantedWalkSpec, planted_walk
     from dynik_ros.retarget.retargeter import Retargeter
 
     retargeter = Retargeter.from_config("g1")
     human = retargeter.config.human
-    base = PlantedWalkSpec(steps=steps)
-    spec = replace(
-        base, double_support=factor * base.double_support, single_support=factor * base.single_support
-    )
-    motion = planted_walk(spec, 100.0, height=human.height, mass=human.mass)
+    if walk == "planted":
+        base = PlantedWalkSpec(steps=steps)
+        spec = replace(
+            base, double_support=factor * base.double_support, single_support=factor * base.single_support
+        )
+        motion = planted_walk(spec, 100.0, height=human.height, mass=human.mass)
+    else:
+        from pathlib import Path
+
+        from dynik_ros.io.bvh import read_bvh
+        from dynik_ros.io.human_motion import resampled, time_scaled
+        from dynik_ros.retarget.human import synthetic_human_motion
+
+        if walk == "synthetic":
+            motion = synthetic_human_motion("walking", 6.0, 100.0, height=human.height, mass=human.mass)
+        else:
+            root = Path(__file__).resolve().parents[1]
+            motion = read_bvh(root / "test" / "data" / "cmu_131_01_walk_excerpt.bvh")
+        if factor != 1.0:
+            rate = 1.0 / float(np.median(np.diff(motion.times)))
+            motion = resampled(time_scaled(motion, factor), rate)
     if factor != 1.0:
         retargeter.time_scale_contact(factor)
     balance = replace(retargeter.config.balance, enabled=True, plan=plan)
@@ -112,6 +135,7 @@ def planted(
     steps: int = 4,
     stabilizer: tuple = ("off",),
     gains: dict | None = None,
+    walk: str = "planted",
 ) -> int:
     """The planted walk retargeted onto the G1 with balance (each of ``plans``), played open loop at each
     slow-down: the 1x output played slower, or with ``retime`` the walk retargeted at that speed and
@@ -123,8 +147,8 @@ def planted(
     from dynik_ros.sim.walk_stabilizer import SimWalkStabilizer
 
     print(
-        f"planted walk ({steps} steps, 100 Hz), "
-        f"{'retargeted at' if retime else 'the 1x output played at'} each "
+        (f"planted walk ({steps} steps, 100 Hz), " if walk == "planted" else f"{walk} walk, ")
+        + f"{'retargeted at' if retime else 'the 1x output played at'} each "
         f"speed; sim: kp_scale {kp_scale:g}, kv_scale {kv_scale:g}, contact time constant {contact:g} s"
     )
     print(
@@ -135,7 +159,7 @@ def planted(
     for name, factor, mode in ((p, f, m) for p in plans for f in factors for m in stabilizer):
         key = (name, factor if retime else 1.0)
         if key not in cache:
-            retargeter, motion, flags, q = planted_trajectory(name, key[1], steps)
+            retargeter, motion, flags, q = planted_trajectory(name, key[1], steps, walk)
             figures = zmp_figures(
                 retargeter.robot, motion.times, q, flags, retargeter.config.feet,
                 retargeter.config.balance.sole_half_width, retargeter.contact.robot_ground,
@@ -231,13 +255,22 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=VALUE",
         help="--stabilizer on: override a StabilizerConfig field (e.g. --gain dcm_gain=3), repeatable",
     )
+    parser.add_argument(
+        "--walk",
+        choices=("planted", "synthetic", "cmu"),
+        default="planted",
+        help="--planted: the motion: the planted walk, the 6 s synthetic walk or the CMU 131_01 excerpt "
+        "(these two always retargeted at each --slow speed, resampled to their rate)",
+    )
     args = parser.parse_args(argv)
+    if args.walk != "planted":
+        args.retime = True
     if args.planted:
         plans = tuple(args.plan)
         gains = stabilizer_gains(args.gain, parser)
         return planted(
             args.slow, args.kp_scale, args.contact, args.kv_scale, plans, args.retime, args.steps,
-            tuple(args.stabilizer), gains,
+            tuple(args.stabilizer), gains, args.walk,
         )  # fmt: skip
     args.slow = args.slow[0]
     from dynik_ros.retarget.human import synthetic_human_motion

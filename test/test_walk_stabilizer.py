@@ -1,7 +1,7 @@
 """The walking stabilizer (control/stabilizer.py, sim/walk_stabilizer.py): the control law's signs and limits
-on hand-made feet, the contact wrench measured in real MuJoCo against the robot's weight, and the retargeted
-3-step ZMP walk on the sim's default servos, which stands with the stabilizer and falls without it (sim time
-only: deterministic, no wall clock)."""
+on hand-made feet, the contact wrench measured in real MuJoCo against the robot's weight, a pelvis shift
+through the leg Jacobian, and the retargeted 3-step ZMP walk on the sim's defaults, which stands with the
+stabilizer and falls without it (sim time only: deterministic, no wall clock)."""
 
 from __future__ import annotations
 
@@ -120,10 +120,40 @@ def test_contact_wrench_of_a_standing_robot_carries_its_weight():
     assert stab.plan_loaded.all() and stab.plan_share == pytest.approx(0.5, abs=0.02)
 
 
-def test_three_step_zmp_walk_on_default_servos_stands_only_with_the_stabilizer():
+def test_pelvis_shift_through_the_leg_jacobian_moves_the_com():
+    """Real MuJoCo, the standing G1 (knees stretched: the leg Jacobian is singular): a held 2 cm pelvis shift
+    to the left moves the measured CoM 1-2 cm left and the robot keeps standing on both feet. (A plain
+    solve of the 6x6 Jacobian commanded ~30 rad and the robot collapsed.)"""
+    pytest.importorskip("mujoco")
+    from dynik_ros.control.stabilizer import Offsets
+    from dynik_ros.retarget.registry import load_robot
+    from dynik_ros.sim.simulator import SimConfig, Simulator
+    from dynik_ros.sim.walk_stabilizer import SimWalkStabilizer
+
+    spec = load_robot("g1")
+    sim = Simulator.from_robot("g1", SimConfig(base_mode="free"))
+    q = np.array([spec.initial_configuration()] * 2)
+    stab = SimWalkStabilizer(sim, spec.robot.joint_names, np.array([0.0, 1.0]), q)
+    shift = Offsets()
+    shift.com_shift[:] = (0.0, 0.02)
+    stab.controller.update = lambda *args, **kwargs: shift  # the offsets held, no feedback
+    standing = sim.controlled_positions().copy()
+    sim.step(500)
+    before = stab.measured_com()[0]
+    for _ in range(400):  # 2 s
+        target = stab.correct(0, 0.0, standing, 0.005)
+        assert np.abs(target - standing).max() < 0.1
+        sim.follower.set_positions(target, sim.time)
+        sim.step(5)
+    moved = stab.measured_com()[0] - before
+    assert 0.01 < moved[1] < 0.02 and abs(moved[0]) < 0.005 and abs(moved[2]) < 0.005
+    assert all(f.force[2] > 0.2 * sim.total_mass * GRAVITY for f in stab.foot_states())
+
+
+def test_three_step_zmp_walk_on_default_sim_stands_only_with_the_stabilizer():
     """The planted walk (3 steps of 1.25 s) retargeted with the ZMP plan, played at its own speed on the sim's
-    default servos (kp_scale 1) with the 5 ms contact: open loop it falls; with the stabilizer it walks the
-    whole way, pelvis tilt within 5 deg of the plan's."""
+    defaults (servos kp_scale 1, MuJoCo's 20 ms contact): open loop it falls; with the stabilizer it walks
+    the whole way, pelvis tilt within 5 deg of the plan's."""
     pytest.importorskip("mujoco")
     from dynik_ros.motion.planted_walk import PlantedWalkSpec, planted_walk
     from dynik_ros.retarget.retargeter import Retargeter
@@ -140,7 +170,7 @@ def test_three_step_zmp_walk_on_default_servos_stands_only_with_the_stabilizer()
     balanced = retargeter.balanced(motion.times, measurements, flags)
     q = np.asarray(retargeter.run(motion.times, balanced, settle=1.0, contacts=flags).q)
     joints = retargeter.robot.joint_names
-    config = SimConfig(base_mode="free", contact_time_constant=0.005)
+    config = SimConfig(base_mode="free")
 
     open_loop = play(Simulator.from_robot("g1", config), joints, motion.times, q)
     assert open_loop.fell_at is not None

@@ -22,9 +22,10 @@ Each control period ``dt`` (:meth:`Stabilizer.update`):
 4. **Foot force difference** (Kajita 2010 eq. 13): in double support the difference of the legs' lengths
    ``dz`` obeys ``d dz/dt = K_f ((f_L - f_R) - (f_L,d - f_R,d)) - dz / T_f``: the over-loaded foot rises.
 5. **CoM admittance** (Caron 2019 sec. IV-B, first order): the horizontal CoM (pelvis) shift ``s`` obeys
-   ``d s/dt = K_c (p_measured - p_d) - K_xi (xi - xi_ref) - s / T_c`` (``com_gain``, ``com_dcm_gain``; both
-   0 by default: on the G1 in MuJoCo every value tried made the walk fall earlier, README "Balance
-   stabilizer").
+   ``d s/dt = K_c (p_measured - p_d) - K_xi (xi - xi_ref) - s / T_c`` (``com_gain`` K_c 5/s;
+   ``com_dcm_gain`` K_xi 0: on the G1 in MuJoCo every value of it tried made the walk fall earlier): when
+   the feet cannot move the measured ZMP to the desired one (the sole's edge, a lag in double support),
+   the body leans towards where the ZMP is, which moves it back.
 
 Inputs are measured per foot (the contact wrench at the sole: a force/torque sensor on a real robot, the
 contact forces in the sim) and the measured CoM and its velocity (low-pass filtered here: ``velocity_filter``
@@ -47,15 +48,15 @@ class StabilizerConfig:
     """Gains (SI units). Defaults chosen on the G1 in MuJoCo (README, "Balance stabilizer")."""
 
     com_height: float = 0.69  # m, z_c of omega = sqrt(g / z_c)
-    dcm_gain: float = 2.0  # k_dcm = 1 + k_xi / omega (>= 1: 1 is no feedback beyond the reference)
+    dcm_gain: float = 2.5  # k_dcm = 1 + k_xi / omega (>= 1: 1 is no feedback beyond the reference)
     margin: float = 0.005  # m, desired ZMP kept this far inside the support polygon
     ankle_admittance: float = 0.03  # A, rad/(N m s)
-    ankle_return: float = 0.5  # T, s: offsets decay to 0 without load
+    ankle_return: float = 0.15  # T, s: offsets decay to 0 (without load: only this)
     ankle_limit: float = 0.25  # rad, largest ankle offset
-    force_gain: float = 0.0  # K_f, m/(N s)
+    force_gain: float = 5e-5  # K_f, m/(N s)
     force_return: float = 0.5  # T_f, s
     force_limit: float = 0.03  # m, largest leg length difference
-    com_gain: float = 0.0  # K_c, 1/s (m of shift per m of ZMP error per s)
+    com_gain: float = 5.0  # K_c, 1/s (m of shift per m of ZMP error per s)
     com_dcm_gain: float = 0.0  # 1/s, pelvis shift against the DCM error
     com_return: float = 1.0  # T_c, s
     com_limit: float = 0.03  # m

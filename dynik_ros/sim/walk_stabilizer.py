@@ -39,6 +39,7 @@ class SimWalkStabilizer:
         config: StabilizerConfig | None = None,
         feet: tuple[str, str] = G1_FEET,
         contact_height: float = 0.01,
+        jacobian_damping: float = 0.02,
     ):
         import mujoco
 
@@ -89,6 +90,7 @@ class SimWalkStabilizer:
         self._jnt = [model.joint(name).id for name in sim.joint_names]
         self._plan(joint_names, np.asarray(times, dtype=float), np.asarray(q, dtype=float), contact_height)
         self._jacp, self._jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+        self.jacobian_damping = jacobian_damping  # m (per rad), of the damped least-squares leg offsets
         self._force = np.zeros(6)
         # (sim time, the controller's StabilizerLog, ankle offsets, lifts) of every correction
         self.history: list[tuple] = []
@@ -203,10 +205,11 @@ class SimWalkStabilizer:
                 mj.mj_jacBody(model, data, self._jacp, self._jacr, f)
                 dofs = self.sim.dof_adr[self.legs[i]]
                 jac = np.vstack([self._jacp[:, dofs], self._jacr[:, dofs]])
-                try:
-                    out[self.legs[i]] += np.linalg.solve(jac, np.concatenate([move, np.zeros(3)]))
-                except np.linalg.LinAlgError:
-                    pass
+                # damped least squares: a stretched knee makes the leg Jacobian singular (a plain solve gave
+                # joint offsets of ~30 rad for a 2 cm pelvis shift on the standing G1)
+                twist = np.concatenate([move, np.zeros(3)])
+                damped = jac @ jac.T + self.jacobian_damping**2 * np.eye(6)
+                out[self.legs[i]] += jac.T @ np.linalg.solve(damped, twist)
             rotation = feet[i].rotation @ np.array([offsets.ankle[i, 0], offsets.ankle[i, 1], 0.0])
             axes = np.stack([data.xaxis[self._jnt[j]] for j in self.ankles[i]], axis=1)  # (3, 2)
             out[self.ankles[i]] += np.linalg.lstsq(axes, rotation, rcond=None)[0]
