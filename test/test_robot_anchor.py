@@ -162,9 +162,10 @@ def test_the_map_names_a_bad_anchor_and_writes_a_good_one():
     assert config_from_dict(data, "ok.yaml").contact.anchor == "human"
 
 
-def test_dynik_retarget_anchor_robot_moves_the_holds_and_keeps_the_contacts(tmp_path):
+def test_dynik_retarget_anchor_robot_moves_the_holds_and_keeps_the_contacts(tmp_path, capsys):
     """``--anchor robot`` on the committed CMU excerpt with TALOS (its legs at their velocity limits on 44 %
-    of the samples): the same contacts in retarget.npz as the maps' default, a different trajectory."""
+    of the samples): the same contacts in retarget.npz as the maps' default, a different trajectory, and the
+    summary says how far the holds moved (the maps' default has no such line)."""
     from pathlib import Path
 
     from dynik_ros.cli.retarget import main
@@ -172,7 +173,12 @@ def test_dynik_retarget_anchor_robot_moves_the_holds_and_keeps_the_contacts(tmp_
     excerpt = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
     common = [str(excerpt), "--robot", "talos", "--no-bag", "--no-plots", "--quiet", "--settle", "0.2"]
     assert main([*common, "--out", str(tmp_path / "robot"), "--anchor", "robot"]) == 0
+    line = [
+        x for x in capsys.readouterr().out.splitlines() if x.startswith("holds moved onto the robot soles")
+    ]
+    assert len(line) == 1 and " contacts; moved median / max " in line[0]
     assert main([*common, "--out", str(tmp_path / "human")]) == 0
+    assert "holds moved onto the robot soles" not in capsys.readouterr().out
     robot, human = (np.load(tmp_path / name / "retarget.npz") for name in ("robot", "human"))
     np.testing.assert_array_equal(robot["contacts"], human["contacts"])
     assert np.abs(robot["q"] - human["q"]).max() > 1e-4

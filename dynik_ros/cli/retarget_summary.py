@@ -136,6 +136,16 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
     ]
     for figures in feet:  # measured on the written trajectory (retarget/foot_figures.py)
         lines.append(f"{'foot ' + figures.side:<44} {figures.line()}")
+    if retargeter.config.contact.anchor == "robot":  # retarget/robot_anchor.py
+        shifts = np.array(result.anchor_shifts, dtype=float).reshape(-1, 4)
+        moved = (
+            f"{len(shifts)} contacts; moved median / max {1e3 * np.median(shifts[:, 2]):.1f} / "
+            f"{1e3 * shifts[:, 2].max():.1f} mm, turned max "
+            f"{math.degrees(np.abs(shifts[:, 3]).max()):.1f} deg"
+            if len(shifts)
+            else "no contact turned flat"
+        )
+        lines.append(f"{'holds moved onto the robot soles':<44} {moved}")
     for figures in as_flat:
         lines.append(
             f"{'foot ' + figures.side + ', toe samples counted flat':<44} flat: tilt max "
