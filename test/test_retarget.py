@@ -473,25 +473,70 @@ def test_between_interpolates_positions_linearly_and_rotations_along_the_geodesi
 def test_a_sparse_take_is_tracked_as_well_as_a_dense_one():
     """A 10 Hz take (a 30 Hz capture played 3x slower) stepped at 0.1 s drove the closed loop unstable:
     the synthetic walk's MNTE 8x and position RMSE 2.8x the 100 Hz take's, a sole 35 mm under the floor
-    (a 30 Hz Mixamo walk at --time-scale 3 on the G1: MNTE 0.55, feet 1-3 m off). Now each 0.1 s is
-    reached in 0.02 s IK steps towards interpolated targets; only the samples are written. With the soles
-    levelled in every contact (toe: flat): MNTE 6.8e-4 against 4.2e-4 dense, position RMSE 10.4 against
-    7.5 mm. With the toe class (toe: pitch; this walk's stance foot is heel-up 13-30 deg, so its sole pitches
-    about the toe) the dense take tracks better (1.9e-4, 5.5 mm) and the sparse one about as before (4.4e-4,
-    10.2 mm): the sparse take is checked against the levelled dense one there."""
+    (a 30 Hz Mixamo walk at --time-scale 3 on the G1: MNTE 0.55, feet 1-3 m off). Each 0.1 s is reached in
+    0.02 s IK steps; since ik_steps.py the human links are interpolated onto those steps and the contact
+    rules run on each (before, the robot targets were interpolated between samples: a 0.1 s touch-down
+    blend was one interval, the sole turned level between two samples with no feed-forward, and with the
+    toe-off release (heel_off 0.005 m) the sparse take's MNTE was 4.0x the dense one's, 8.1e-4 against
+    2.1e-4; without it 1.6x, 6.8e-4 against 4.2e-4). Now, levelled (toe: flat): 2.6e-4 against 2.1e-4
+    with heel_off 0.005, 4.4e-4 against 4.2e-4 without; position RMSE 6.6 against 6.2 mm. With the toe
+    class (toe: pitch) the dense take tracks better still: the sparse one is checked against the levelled
+    dense one there."""
     results = {}
-    for toe in ("flat", "pitch"):
+    for toe, heel_off in (("flat", 0.005), ("flat", 0.0), ("pitch", 0.005)):
         rt = Retargeter.from_config("g1")
-        contact = dataclasses.replace(rt.config.contact, toe=toe)
+        contact = dataclasses.replace(rt.config.contact, toe=toe, heel_off=heel_off)
         rt.config = dataclasses.replace(rt.config, contact=contact)
         rt.contact.spec = contact
         for rate in (100.0, 10.0):
             motion = cli.synthetic_motion("walking", 4.0, rate)
-            results[toe, rate] = rt.retarget_motion(motion, settle=1.0)
-            assert len(results[toe, rate].q) == len(motion.times)
-    dense = results["flat", 100.0]
-    for toe in ("flat", "pitch"):
-        sparse = results[toe, 10.0]
-        assert sparse.mnte.mean() < 2.0 * dense.mnte.mean(), toe
-        assert sparse.position_rmse.mean() < 1.5 * dense.position_rmse.mean(), toe
-    assert results["pitch", 100.0].mnte.mean() < dense.mnte.mean()
+            results[toe, heel_off, rate] = rt.retarget_motion(motion, settle=1.0)
+            assert len(results[toe, heel_off, rate].q) == len(motion.times)
+            assert len(results[toe, heel_off, rate].contacts) == len(motion.times)
+    for key in (("flat", 0.005), ("flat", 0.0), ("pitch", 0.005)):
+        dense, sparse = results[("flat", key[1], 100.0)], results[(*key, 10.0)]
+        assert sparse.mnte.mean() < 1.5 * dense.mnte.mean(), key
+        assert sparse.position_rmse.mean() < 1.2 * dense.position_rmse.mean(), key
+    assert results["pitch", 0.005, 100.0].mnte.mean() < results["flat", 0.005, 100.0].mnte.mean()
+
+
+def test_a_sparse_take_is_interpolated_onto_the_ik_steps_and_a_dense_one_is_left_alone():
+    """ik_steps.py: a 10 Hz take becomes 0.02 s steps (5 per interval), the samples kept exactly, the
+    links in between on the straight line and the geodesic between the two samples; 50 Hz is unchanged."""
+    from dynik_ros.retarget.ik_steps import at_samples, on_ik_steps
+
+    times = np.array([0.0, 0.1, 0.2])
+    p = np.array([[[0.0, 0.0, 0.0]], [[1.0, 0.0, 0.5]], [[1.0, 1.0, 0.5]]])
+    r = np.array([[np.eye(3)], [rotation_z(math.pi / 2)], [rotation_z(math.pi / 2)]])
+    v = np.arange(9.0).reshape(3, 1, 3)
+    (grid, pd, rd, vd, wd), index = on_ik_steps(times, p, r, v, None, 0.02)
+    np.testing.assert_allclose(grid, np.arange(11) * 0.02, atol=1e-12)
+    np.testing.assert_array_equal(index, [0, 5, 10])
+    assert wd is None
+    np.testing.assert_array_equal(pd[index], p)
+    np.testing.assert_allclose(rd[index], r, atol=1e-12)
+    np.testing.assert_allclose(pd[2, 0], [0.4, 0.0, 0.2])  # 2 of 5 steps towards the second sample
+    np.testing.assert_allclose(rd[2, 0], rotation_z(0.4 * math.pi / 2), atol=1e-12)
+    np.testing.assert_allclose(vd[7, 0], v[1, 0] + 0.4 * (v[2, 0] - v[1, 0]))
+    dense = np.arange(6) * 0.02
+    arrays, none = on_ik_steps(
+        dense, np.zeros((6, 1, 3)), np.repeat(np.eye(3)[None, None], 6, 0), None, None, 0.02
+    )
+    assert none is None and arrays[0] is dense
+
+    class Result:  # what at_samples cuts: every per-step array, and the contact's per-step flags
+        pass
+
+    result = dataclasses.make_dataclass(
+        "R", [("times", np.ndarray), ("q", np.ndarray), ("mnte", np.ndarray)]
+    )(grid, np.arange(22.0).reshape(11, 2), np.zeros(0))
+    contact = Result()
+    contact.flat, contact.toe = np.arange(11) % 2 == 0, np.zeros((11, 2), bool)
+    cut = at_samples(result, index, contact)
+    np.testing.assert_allclose(cut.times, times, atol=1e-12)
+    np.testing.assert_array_equal(cut.q, [[0.0, 1.0], [10.0, 11.0], [20.0, 21.0]])
+    assert (
+        cut.mnte.shape == (0,)
+        and contact.flat.tolist() == [True, False, True]
+        and contact.toe.shape == (3, 2)
+    )

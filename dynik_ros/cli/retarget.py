@@ -439,13 +439,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     from dynik_ros.core.dynamical_ik import DynamicalIKConfig
+    from dynik_ros.retarget.ik_steps import at_samples, on_ik_steps
+    from dynik_ros.retarget.retargeter import MAX_IK_STEP
 
     ik_config = DynamicalIKConfig(integration=args.integration)
     start = time.perf_counter()
     retargeter.reset()
     try:
-        measurements, contacts = retargeter.compute(*retargeter.motion_arrays(motion))
-        measurements = retargeter.balanced(motion.times, measurements, contacts)
+        # a sparse take's human links on the IK's step grid: the contact rules see every step (ik_steps.py)
+        arrays, samples = on_ik_steps(*retargeter.motion_arrays(motion), MAX_IK_STEP)
+        measurements, contacts = retargeter.compute(*arrays)
+        measurements = retargeter.balanced(arrays[0], measurements, contacts)
         ik = retargeter.make_ik(ik_config)
         if args.gain is not None:
             ik.set_gains(args.gain, args.gain)
@@ -454,8 +458,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     progress = ProgressBar(f"retarget {retargeter.config.name}", enabled=not args.quiet)
     result = retargeter.run(
-        motion.times, measurements, ik=ik, settle=args.settle, progress=progress, contacts=contacts
+        arrays[0], measurements, ik=ik, settle=args.settle, progress=progress, contacts=contacts
     )
+    result = at_samples(result, samples, retargeter.contact)
     elapsed = time.perf_counter() - start
 
     summary = summarize(retargeter, result, motion, args.settle, elapsed)

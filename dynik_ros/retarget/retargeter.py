@@ -28,6 +28,7 @@ from dynik_ros.core.so3 import exp_so3, orientation_log_residual_world
 from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measurements, TargetSet
 from dynik_ros.retarget.calibration import Calibration, calibrate, check_calibration, yaw_alignment
 from dynik_ros.retarget.hinge_alignment import HingeAlignment, find_hinge
+from dynik_ros.retarget.ik_steps import at_samples, on_ik_steps
 from dynik_ros.retarget.registry import RobotSpec, load_robot
 from dynik_ros.retarget.robot_anchor import RobotAnchoredFeet, robot_sole_reader
 from dynik_ros.retarget.scaling import FootContact, PositionScaling
@@ -566,10 +567,13 @@ class Retargeter:
     def retarget_motion(
         self, motion, settle: float = 0.0, evaluate: bool = True, progress=None
     ) -> RetargetResult:
-        """:meth:`reset`, :meth:`motion_measurements` and :meth:`run` for a whole :class:`Motion`."""
+        """:meth:`reset`, the targets of every IK step (:mod:`.ik_steps`: a sparse take's human links are
+        interpolated first, so the contact rules see each step), :meth:`run`, the result at the samples."""
         self.reset()
-        measurements, contacts = self.motion_measurements(motion)
-        measurements = self.balanced(motion.times, measurements, contacts)
-        return self.run(
-            motion.times, measurements, settle=settle, evaluate=evaluate, progress=progress, contacts=contacts
+        arrays, index = on_ik_steps(*self.motion_arrays(motion), MAX_IK_STEP)
+        measurements, contacts = self.compute(*arrays)
+        measurements = self.balanced(arrays[0], measurements, contacts)
+        result = self.run(
+            arrays[0], measurements, settle=settle, evaluate=evaluate, progress=progress, contacts=contacts
         )
+        return at_samples(result, index, self.contact)
