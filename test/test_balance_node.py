@@ -91,7 +91,9 @@ def test_published_state_keeps_the_com_over_the_feet_on_a_walk(h, walk):
     valid = np.isfinite(figures.distance)
     inside = figures.distance[valid & after] >= 0.01
     assert inside.all(), f"{int((~inside).sum())} samples with the CoM < 1 cm inside"
-    assert valid[after].sum() >= 0.4 * after.sum()  # enough samples with a foot down were checked
+    # enough samples with a foot down were checked: 28 % of them since the contacts end at toe-off (heel_off,
+    # the default since the seventh session; 53 % without it: the synthetic walk is a forefoot walk)
+    assert valid[after].sum() >= 0.25 * after.sum()
     # without the balance the same check fails almost everywhere (the human's CoM sways between the feet)
     plain = retargeter.make_ik()
     retargeter.reset()

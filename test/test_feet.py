@@ -329,8 +329,8 @@ def test_a_human_on_the_toes_gives_a_robot_sole_pitched_about_its_still_toe_and_
     ``contact.toe: pitch`` the written robot sole pitches like the human foot (within 3 deg once it
     passes toe_angle) about its toe point, which stays on the ground (<= 2.5 mm above or below) and still
     (<= 5 mm), level across (roll <= 1 deg); those samples are flagged on the toes, not flat. With
-    ``toe: flat`` (the default, the rule before) and the contact held (heel_off 0, the default) the sole stays
-    level and the ankle takes the pitch up (with heel_off the contact ends instead: the next test)."""
+    ``toe: flat`` (the default, the rule before) and the contact held (heel_off 0; the default 0.005 m ends it
+    instead: the next test) the sole stays level and the ankle takes the pitch up."""
     motion, heel = _heel_raise()
     rt = Retargeter.from_config("g1")
     pitch = dataclasses.replace(rt.config.contact, toe="pitch")
@@ -354,7 +354,7 @@ def test_a_human_on_the_toes_gives_a_robot_sole_pitched_about_its_still_toe_and_
     assert left.toe_runs == 1 and left.toe_slide_max_mm <= 5.0 and left.toe_roll_max_deg <= 1.0, left.line()
     assert "on the toes" in left.line()
 
-    flat = Retargeter.from_config("g1")  # the maps' default toe: flat, heel_off off (the contact held on)
+    flat = Retargeter.from_config("g1")  # the maps' default toe: flat, here with heel_off 0 (held on)
     held = dataclasses.replace(flat.config.contact, heel_off=0.0)
     flat.config = dataclasses.replace(flat.config, contact=held)
     flat.contact.spec = held
@@ -368,25 +368,31 @@ def test_a_human_on_the_toes_gives_a_robot_sole_pitched_about_its_still_toe_and_
 
 def test_a_human_heel_rising_ends_the_contact_at_heel_off_and_it_comes_back_with_the_heel():
     """Toe-off: the human raises the left heel 45 deg about the ball (toe link still, so height, speed, drift
-    and pivot rules all see a foot at rest). With heel_off 0.01 m the contact ends once the heel has risen
-    heel_off above its lowest in that contact (and more than the toe), stays off while the heel is up, and
-    starts again once the heel is back down; with heel_off 0 (the maps' default, the rule before) one contact
-    holds the whole take."""
+    and pivot rules all see a foot at rest). With the maps' default heel_off (0.005 m since the seventh
+    session) and with 0.01 m the contact ends once the heel has risen heel_off above its lowest in that
+    contact more than the toe did, stays off while the heel is up, and starts again once the heel is back
+    down; with heel_off 0 (the default before) one contact holds the whole take."""
     motion, heel = _heel_raise()
     rt = Retargeter.from_config("g1")
-    assert rt.config.contact.heel_off == 0.0
-    _, flags = _targets(rt, motion, heel_off=0.01)
+    assert rt.config.contact.heel_off == 0.005
+    for heel_off in (0.005, 0.01):
+        _heel_off_cycle(rt, motion, heel, heel_off)
+    _, kept = _targets(rt, motion, heel_off=0.0)
+    assert _contact_runs(kept[:, 0]) == [(0, len(kept))]
+
+
+def _heel_off_cycle(rt, motion, heel: np.ndarray, heel_off: float) -> None:
+    """The left contact of the heel raise ends at heel_off and starts again with the heel down."""
+    _, flags = _targets(rt, motion, heel_off=heel_off)
     foot = motion.links.index("LeftFoot")
     rise = motion.positions[:, foot, 2] - motion.positions[0, foot, 2]  # the heel above where it stood
     runs = _contact_runs(flags[:, 0])
     assert len(runs) == 2, runs
     (_, end), (start, _) = runs
-    assert rise[end - 1] <= 0.01 + 1e-9 < rise[end]  # released at the first sample past heel_off
+    assert rise[end - 1] <= heel_off + 1e-9 < rise[end]  # released at the first sample past heel_off
     assert rise[end:start].min() > 0.0 and heel[end:start].max() == pytest.approx(math.radians(45.0))
-    assert rise[start] <= 0.01 + 1e-9  # lands again with the heel back down
+    assert rise[start] <= heel_off + 1e-9  # lands again with the heel back down
     assert _contact_runs(flags[:, 1]) == [(0, len(flags))]  # the still foot: one contact
-    _, kept = _targets(rt, motion, heel_off=0.0)
-    assert _contact_runs(kept[:, 0]) == [(0, len(kept))]
 
 
 def test_dynik_retarget_toe_pitch_writes_the_toe_class_and_the_default_has_none(tmp_path, capsys):
@@ -408,19 +414,19 @@ def test_dynik_retarget_toe_pitch_writes_the_toe_class_and_the_default_has_none(
     assert not np.load(tmp_path / "flat" / "retarget.npz")["on_toes"].any()
 
 
-def test_dynik_retarget_heel_off_ends_contacts_at_toe_off_and_the_default_keeps_them(tmp_path, capsys):
-    """``--heel-off 0.01`` on the committed CMU excerpt (toe-off at the end of its contacts): the contacts
-    written to retarget.npz end earlier (fewer contact samples, none added) than with the maps' default
-    (heel_off 0, the rule before), and the summary's soles meet issue 9's figures."""
+def test_dynik_retarget_ends_contacts_at_toe_off_by_default_and_heel_off_0_keeps_them(tmp_path, capsys):
+    """The committed CMU excerpt (toe-off at the end of its contacts) with the maps' default (heel_off
+    0.005 m): the contacts written to retarget.npz end earlier (fewer contact samples, none added) than with
+    ``--heel-off 0`` (the rule before), and the summary reports the soles."""
     from pathlib import Path
 
     from dynik_ros.cli.retarget import main
 
     excerpt = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
     common = [str(excerpt), "--robot", "g1", "--no-bag", "--no-plots", "--quiet"]
-    assert main([*common, "--out", str(tmp_path / "off"), "--heel-off", "0.01"]) == 0
+    assert main([*common, "--out", str(tmp_path / "off")]) == 0
     assert "foot left" in capsys.readouterr().out
-    assert main([*common, "--out", str(tmp_path / "kept")]) == 0
+    assert main([*common, "--out", str(tmp_path / "kept"), "--heel-off", "0"]) == 0
     off = np.load(tmp_path / "off" / "retarget.npz")["contacts"] >= 0
     kept = np.load(tmp_path / "kept" / "retarget.npz")["contacts"] >= 0
     assert off.sum() < kept.sum() and not (off & ~kept).any()

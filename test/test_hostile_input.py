@@ -26,6 +26,19 @@ def _robust_ik(h, **values: Any):
     return solver, joints, pub
 
 
+def _held_contacts_map(directory, robot: str):
+    """``config/<robot>.yaml`` written to ``directory`` with ``contact.heel_off: 0`` (no toe-off release)."""
+    import yaml
+
+    from dynik_ros.models.assets import share_path
+
+    data = yaml.safe_load(share_path("config", f"{robot}.yaml").read_text())
+    data["contact"]["heel_off"] = 0.0
+    path = directory / f"{robot}_held_contacts.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 def _deliver(h, solver, pub, message) -> None:
     """Publish and spin until ik_node took it (best effort: resent if it was lost on the way)."""
     for _ in range(5):
@@ -166,7 +179,7 @@ def test_a_world_that_moves_for_good_is_tracked_again_at_once(h, samples, change
 @pytest.mark.parametrize("change", ["half_turn", "teleport"])
 @pytest.mark.parametrize("undo", [True, False])
 @pytest.mark.parametrize("robot", ["", "g1"])
-def test_a_glitch_that_comes_back_costs_nothing(h, samples, change, undo, robot):
+def test_a_glitch_that_comes_back_costs_nothing(h, samples, change, undo, robot, tmp_path):
     """Six samples repeat one sample's content moved 100 m (or turned half a turn), then the stream goes on
     where it was: the guard confirms the excursion (3 samples) and re-bases, then sees the stream come
     back, and ik_node resumes from its state before the excursion. The Human66's output right after is as
@@ -174,7 +187,11 @@ def test_a_glitch_that_comes_back_costs_nothing(h, samples, change, undo, robot)
     the glitch. Re-basing a second time instead (``undo=False``: the return window off, the old behaviour)
     kept the posture the excursion froze (0.4-1.1 s to recover in the fuzz runs) and moved the robot's
     world alignment by the motion during the excursion."""
-    kinds = {"model": "", "robot": robot} if robot else {}
+    # the G1 map with the contacts held to lift-off (heel_off 0): this test compares the error at one sample
+    # before the excursion with the worst after it, on a synthetic walk (a forefoot walk) where the default
+    # toe-off release puts a release fade before that sample and a touch-down after it; on the clean stream
+    # that alone is 2.0x (1.2x held), more than the bound leaves for the glitch
+    kinds = {"model": "", "robot": str(_held_contacts_map(tmp_path, robot))} if robot else {}
     solver, joints, pub = _robust_ik(h, max_future_stamp=0.0, metrics_rate=1000.0, **kinds)
     if not undo:
         solver.plausible.return_window = 0.0

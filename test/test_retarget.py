@@ -397,7 +397,8 @@ def test_feet_do_not_slide_or_float_during_contact(robot):
     settled = int(TRANSIENT * RATE)
     for f, foot in enumerate(rt.config.feet):
         states = result.contacts[:, f]
-        assert (states[settled:] >= 0).mean() > 0.15, f"{foot.side} foot never in contact"
+        # 15 % of the samples since contacts end at toe-off (heel_off; 26 % without: a forefoot walk)
+        assert (states[settled:] >= 0).mean() > 0.1, f"{foot.side} foot never in contact"
         for start, end in contact_phases(states):
             if start < settled:
                 continue
@@ -422,7 +423,7 @@ def test_feet_do_not_slide_or_float_during_contact(robot):
         ).max()
         for start, end in contact_phases(result.contacts[:, 0])
     ]
-    assert max(drifts) > 0.02
+    assert max(drifts) > 0.015  # 17.9 mm on iCub since contacts end at toe-off (heel_off; 20+ mm without)
 
 
 def test_contact_targets_are_held_on_the_ground():

@@ -86,7 +86,9 @@ def test_without_the_restart_adams_zigzags_on_a_bound():
 def test_dynik_retarget_writes_smoother_joints_by_default_than_with_adams(tmp_path):
     """The committed CMU excerpt on G1: the default integration (trapezoidal, the retargeter's
     ``ROBOT_INTEGRATION``) writes joints chattering on 0.10 % of the joint-samples; Adams (the solver's
-    default before, with its history restarted on a bound) 0.92 %, and 1.21 % without the restart."""
+    default before, with its history restarted on a bound) 0.92 %, and 1.21 % without the restart. Since the
+    toe-off release is on by default (heel_off 0.005 m) the excerpt's contacts end at heel rise, and the
+    release fades add chatter: 0.39 % against Adams's 2.36 % (joint acceleration p99 962 -> 576 rad/s^2)."""
     from pathlib import Path
 
     from dynik_ros.cli.retarget import main
@@ -100,7 +102,7 @@ def test_dynik_retarget_writes_smoother_joints_by_default_than_with_adams(tmp_pa
         assert main(args) == 0
         saved = np.load(out / "retarget.npz")
         shares[name] = smoothness(saved["q"][:, 7:], saved["times"]).chatter_share
-    assert shares["default"] < 0.003 and shares["default"] < shares["adams"] / 3.0, shares
+    assert shares["default"] < 0.005 and shares["default"] < shares["adams"] / 3.0, shares
     assert Retargeter.from_config("g1").make_ik().config.integration == "trapezoidal"
 
 

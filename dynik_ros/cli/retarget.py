@@ -236,8 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--heel-off",
         type=float,
         metavar="M",
-        help="end a contact when the human heel rises this far (m) above its lowest in that contact, more "
-        "than the toe (toe-off; 0: off; default: the map's contact.heel_off, 0)",
+        help="end a contact when the human heel rises this much (m) more than the toe above their lowest in "
+        "that contact (toe-off; 0: off, the contact held to lift-off; default: the map's contact.heel_off, "
+        "0.005)",
     )
     parser.add_argument(
         "--toe",

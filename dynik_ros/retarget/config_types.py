@@ -85,9 +85,9 @@ class ContactSpec:
     human foot (moonwalk, a slow drag) that no standing robot foot can follow; a new contact may start
     ``release_time`` later, where the human foot is then. 0 switches it off. ``pivot_off`` (deg): the same
     when the human foot's heading has turned that far about the vertical since then (a pivot on the heel
-    or the ball of the foot); 0 switches it off. ``heel_off`` (m, human size; 0, the default, switches it
-    off; only with ``toe: flat``): a contact also ends when the human heel has risen that far above its
-    lowest in the contact, and further than the toe did (toe-off, :mod:`dynik_ros.retarget.scaling`).
+    or the ball of the foot); 0 switches it off. ``heel_off`` (m, human size; default 0.005, 0 switches it
+    off; only with ``toe: flat``): a contact also ends when the human heel has risen that much more above
+    its lowest in the contact than the toe did (toe-off, :mod:`dynik_ros.retarget.scaling`).
 
     ``toe``: ``flat`` (the default: every contact levels the sole; the ankle takes the human's heel-up pitch)
     or ``pitch`` (while the human heel is up, from ``toe_angle / 3`` and fully from ``toe_angle`` deg, the
@@ -112,7 +112,7 @@ class ContactSpec:
     blend_time: float = 0.1
     drift_off: float = 0.08
     pivot_off: float = 20.0
-    heel_off: float = 0.0
+    heel_off: float = 0.005
     toe: str = "flat"
     toe_angle: float = 30.0
     stance: str = "weighted"

@@ -34,9 +34,9 @@ when every one of those links has moved ``drift_off`` away (a slide) or the head
 a stance foot 20-160 deg); a held, level robot foot at the landing heading cannot follow either without
 slipping, so it lets go and may land again ``release_time`` later where and as the human foot then is.
 
-Toe-off (``contact.heel_off``, m; 0, the default, switches it off; only with ``toe: flat``): the contact
-also ends when the human heel (foot link) has risen ``heel_off`` above its lowest height in this contact and
-further than the toe (toe link) rose above its own lowest: the foot rolling onto its ball, which a held,
+Toe-off (``contact.heel_off``, m, default 0.005; 0 switches it off; only with ``toe: flat``): the contact
+also ends when the human heel (foot link) has risen ``heel_off`` more above its lowest height in this contact
+than the toe (toe link) rose above its own lowest: the foot rolling onto its ball, which a held,
 level robot sole cannot follow (on real walks the held foot slid 5-10 mm there while the toe, still below
 ``height_off``, kept the contact on). No new contact starts until the foot has left the ground by the
 height/speed thresholds or its heel is back within ``heel_off`` of where it stood.
@@ -323,11 +323,12 @@ class FootContact:
             self.heel_lifted[f] = next_contact(True, h, s, spec) and not down
             now = now and not self.heel_lifted[f]
         if now and self.in_contact[f] and heel_off > 0.0:
-            # toe-off: the heel rose heel_off above its lowest in this contact (module docstring)
+            # toe-off: the heel rose heel_off more than the toe above their lowest in this contact
+            # (module docstring; a whole foot rising, heel and toe together, is not a toe-off)
             self.heel_low[f] = min(self.heel_low[f], heel)
             self.toe_low[f] = min(self.toe_low[f], toe)
             rise = heel - self.heel_low[f]
-            if rise > heel_off and rise > toe - self.toe_low[f]:
+            if rise - (toe - self.toe_low[f]) > heel_off:
                 now = False
                 self.heel_lifted[f] = True
         if now and self.in_contact[f] and (spec.drift_off > 0.0 or spec.pivot_off > 0.0):
