@@ -96,7 +96,8 @@ def test_non_finite_measurement_holds_the_offsets():
 
 def test_contact_wrench_of_a_standing_robot_carries_its_weight():
     """Real MuJoCo, G1 standing still (1 s): the feet's vertical forces sum to m g, the CoP lies between the
-    feet under the measured CoM, each foot's CoP inside its own sole."""
+    feet under the measured CoM, each foot's CoP inside its own sole. A plan with repeated times, too few
+    samples, the wrong width or a NaN is refused."""
     pytest.importorskip("mujoco")
     from dynik_ros.retarget.registry import load_robot
     from dynik_ros.sim.simulator import SimConfig, Simulator
@@ -104,8 +105,16 @@ def test_contact_wrench_of_a_standing_robot_carries_its_weight():
 
     sim = Simulator.from_robot("g1", SimConfig(base_mode="free"))
     spec = load_robot("g1")
-    q = np.array([spec.initial_configuration()] * 2)
-    stab = SimWalkStabilizer(sim, spec.robot.joint_names, np.array([0.0, 1.0]), q)
+    q = np.array([spec.initial_configuration()] * 3)
+    joints = spec.robot.joint_names
+    for times, plan in (([0.0, 1.0, 1.0], q), ([0.0, 1.0], q[:2]), ([0.0, 1.0, 2.0], q[:, :-1])):
+        with pytest.raises(ValueError):
+            SimWalkStabilizer(sim, joints, np.array(times), plan)
+    bad = q.copy()
+    bad[1, 9] = np.nan
+    with pytest.raises(ValueError):
+        SimWalkStabilizer(sim, joints, np.array([0.0, 1.0, 2.0]), bad)
+    stab = SimWalkStabilizer(sim, joints, np.array([0.0, 1.0, 2.0]), q)
     sim.step(1000)
     feet = stab.foot_states()
     total = sum(f.force for f in feet)
@@ -132,8 +141,8 @@ def test_pelvis_shift_through_the_leg_jacobian_moves_the_com():
 
     spec = load_robot("g1")
     sim = Simulator.from_robot("g1", SimConfig(base_mode="free"))
-    q = np.array([spec.initial_configuration()] * 2)
-    stab = SimWalkStabilizer(sim, spec.robot.joint_names, np.array([0.0, 1.0]), q)
+    q = np.array([spec.initial_configuration()] * 3)
+    stab = SimWalkStabilizer(sim, spec.robot.joint_names, np.array([0.0, 1.0, 2.0]), q)
     shift = Offsets()
     shift.com_shift[:] = (0.0, 0.02)
     stab.controller.update = lambda *args, **kwargs: shift  # the offsets held, no feedback

@@ -88,7 +88,12 @@ class SimWalkStabilizer:
             self.legs.append(np.array(chain[-6:]))
             self.ankles.append(np.array(chain[-2:]))
         self._jnt = [model.joint(name).id for name in sim.joint_names]
-        self._plan(joint_names, np.asarray(times, dtype=float), np.asarray(q, dtype=float), contact_height)
+        times, q = np.asarray(times, dtype=float), np.asarray(q, dtype=float)
+        if q.ndim != 2 or q.shape[1] != 7 + len(joint_names) or len(q) != len(times) or len(q) < 3:
+            raise ValueError(f"q must be (N >= 3, 7 + {len(joint_names)}) sampled at N times, got {q.shape}")
+        if not (np.all(np.diff(times) > 0) and np.all(np.isfinite(q))):
+            raise ValueError("the plan must be finite and its times strictly increasing")
+        self._plan(joint_names, times, q, contact_height)
         self._jacp, self._jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
         self.jacobian_damping = jacobian_damping  # m (per rad), of the damped least-squares leg offsets
         self._force = np.zeros(6)
