@@ -34,7 +34,9 @@ gains (``StabilizerConfig``):
         --stabilizer off on [--gain dcm_gain=3 --gain force_gain=1e-4]
 
 ``--walk synthetic`` / ``--walk cmu`` plays the 6 s synthetic walk or the committed CMU 131_01 excerpt instead
-(retargeted at each ``--slow`` speed, resampled to its own rate):
+(retargeted at each ``--slow`` speed, resampled to its own rate); both start mid-stride, so a start from
+standing is prepended (``start_sequence``: the CoM moved over the first frame's stance foot, then a blend to
+the first frame; a fall there is reported at a negative sample):
 
     .venv/bin/python benchmarks/balance_sim.py --planted --walk cmu --plan zmp --slow 1 2 4 \
         --stabilizer off on
@@ -82,6 +84,34 @@ def com_shift(retargeter, flags: np.ndarray, start: int, seconds: float = 3.0) -
     for _ in range(int(round(seconds / 0.01))):
         q, _ = ik.step(sample, 0.01)
     return np.array(q)
+
+
+def configuration_blend(qa: np.ndarray, qb: np.ndarray, a: float) -> np.ndarray:
+    """Pinocchio free-flyer configuration a of the way from ``qa`` to ``qb`` (base position and joints
+    linear, the base quaternion normalised linear, on the short arc)."""
+    quat_b = qb[3:7] if float(qa[3:7] @ qb[3:7]) >= 0 else -qb[3:7]
+    q = (1.0 - a) * qa + a * np.concatenate([qb[:3], quat_b, qb[7:]])
+    q[3:7] /= np.linalg.norm(q[3:7])
+    return q
+
+
+def start_sequence(retargeter, flags: np.ndarray, times: np.ndarray, q: np.ndarray, rate: float = 100.0):
+    """``(times, q, n)``: the trajectory with a start from standing prepended (``n`` samples): 1 s standing
+    in the IK's start pose, 2 s moving the CoM over the stance foot of the first frame with both feet down
+    (``com_shift``), 2 s blending to the first frame (minimum jerk each), so a walk that starts mid-stride
+    (one foot up) can be played from standing and the stabilizer has a plan for the start too."""
+    from dynik_ros.motion.planted_walk import min_jerk
+
+    stand = retargeter.initial_configuration()
+    shifted = com_shift(retargeter, flags, 0)
+    pieces = [np.repeat(stand[None], int(rate), axis=0)]
+    for a, b in ((stand, shifted), (shifted, q[0])):
+        ramp = min_jerk(np.arange(int(2 * rate)) / (2 * rate))
+        pieces.append(np.array([configuration_blend(a, b, float(x)) for x in ramp]))
+    prefix = np.vstack(pieces)
+    n = len(prefix)
+    before = times[0] - (n - np.arange(n)) / rate
+    return np.concatenate([before, times]), np.vstack([prefix, q]), n
 
 
 def planted_trajectory(plan: str, factor: float = 1.0, steps: int = 4, walk: str = "planted"):
@@ -164,22 +194,28 @@ def planted(
                 retargeter.robot, motion.times, q, flags, retargeter.config.feet,
                 retargeter.config.balance.sole_half_width, retargeter.contact.robot_ground,
             )  # fmt: skip
-            cache[key] = (retargeter, motion, q, figures.fraction_inside(0.01))
-        retargeter, motion, q, inside = cache[key]
+            cache[key] = (retargeter, motion, flags, q, figures.fraction_inside(0.01))
+        retargeter, motion, flags, q, inside = cache[key]
+        motion_times, prefix = motion.times, 0
+        if walk != "planted":  # these start mid-stride: from standing through a CoM shift (start_sequence)
+            motion_times, q, prefix = start_sequence(retargeter, flags, np.asarray(motion.times), q)
         config = SimConfig(
             base_mode="free", kp_scale=kp_scale, kv_scale=kv_scale, contact_time_constant=contact
         )
         sim = Simulator.from_robot("g1", config)
         scale = 1.0 if retime else factor
         joints = retargeter.robot.joint_names
-        times = motion.times[0] + (motion.times - motion.times[0]) * scale
+        times = motion_times[0] + (motion_times - motion_times[0]) * scale
         stab = (
             SimWalkStabilizer(sim, joints, times, q, StabilizerConfig(**(gains or {})))
             if mode == "on"
             else None
         )
-        f = play(sim, joints, motion.times, q, time_scale=scale, stabilizer=stab)
-        result = "stands" if f.fell_at is None else f"falls at sample {f.fell_sample} ({f.fell_at:.1f} s)"
+        blend = 0.5 if prefix else 2.0  # the prefix starts in the standing pose already
+        f = play(sim, joints, motion_times, q, time_scale=scale, stabilizer=stab, blend=blend)
+        result = (
+            "stands" if f.fell_at is None else f"falls at sample {f.fell_sample - prefix} ({f.fell_at:.1f} s)"
+        )
         print(
             f"  {name:<12} {factor:>5g}x {mode:<5} {result:<28} {f.min_height:>8.3f} m "
             f"{f.max_tilt:>6.1f} deg "
@@ -265,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.walk != "planted":
         args.retime = True
+    if args.walk == "synthetic" and any(f != 1.0 for f in args.slow):
+        parser.error("--walk synthetic: only --slow 1 (the synthetic walk is generated at its own speed)")
     if args.planted:
         plans = tuple(args.plan)
         gains = stabilizer_gains(args.gain, parser)
