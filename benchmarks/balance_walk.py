@@ -1,7 +1,8 @@
-"""Quasi-static balance over whole retargeted walks (issue 12 item 4): G1 and TALOS, the synthetic walk and
-the real CMU excerpt, each retargeted as the map is and with ``balance`` on; the fraction of samples (with a
-foot in contact) whose CoM ground projection is at least 1 cm inside the support polygon of the output,
-the upper-body MNTE of both runs, and a PNG of the CoM ground tracks against the support polygons.
+"""Quasi-static balance over whole retargeted walks (issue 12 item 4): G1 and TALOS, the synthetic walk,
+the real CMU excerpt and the planted walk (``motion/planted_walk.py``: real double supports), each
+retargeted as the map is and with ``balance`` on; the fraction of samples (with a foot in contact) whose
+CoM ground projection is at least 1 cm inside the support polygon of the output, the upper-body MNTE of
+both runs, and a PNG of the CoM ground tracks against the support polygons.
 
     .venv/bin/python benchmarks/balance_walk.py [--quick] [--out DIR]
     .venv/bin/python benchmarks/balance_walk.py --time-scale 1 2 4 8   # the CMU walk played F times slower
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.time_scale:
         return slowed(args.time_scale, args.out, ["g1"] if args.quick else ["g1", "talos"], args.resample)
     from dynik_ros.io.bvh import read_bvh
+    from dynik_ros.motion.planted_walk import PlantedWalkSpec, planted_walk
     from dynik_ros.retarget.balance import compare, format_comparisons, plot_support
     from dynik_ros.retarget.human import synthetic_human_motion
     from dynik_ros.retarget.retargeter import Retargeter
@@ -56,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quick:
             cmu = read_bvh(ROOT / "test" / "data" / "cmu_131_01_walk_excerpt.bvh")
             motions.append(("cmu", "CMU 131_01 excerpt (BVH)", cmu))
+            planted = planted_walk(PlantedWalkSpec(), 100.0, height=human.height, mass=human.mass)
+            motions.append(("planted", "planted walk, 4 steps", planted))
         for tag, label, motion in motions:
             retargeter = Retargeter.from_config(name)
             row = compare(retargeter, motion, label=label)
