@@ -241,6 +241,13 @@ def build_parser() -> argparse.ArgumentParser:
         "0.005)",
     )
     parser.add_argument(
+        "--heel-off-noise",
+        type=float,
+        metavar="K",
+        help="toe-off only once the heel has risen heel_off plus K times the measured noise of the human "
+        "heel-over-toe height (against a noisy stream; 0: off; default: the map's contact.heel_off_noise, 4)",
+    )
+    parser.add_argument(
         "--toe",
         choices=("pitch", "flat"),
         help="a contact with the human heel up: the sole kept level, the ankle taking the pitch up (the "
@@ -368,10 +375,12 @@ def main(argv: list[str] | None = None) -> int:
 
             contact = replace(retargeter.config.contact, anchor=args.anchor)
             retargeter.config = replace(retargeter.config, contact=contact)
-        if args.heel_off is not None:
+        names = ("heel_off", "heel_off_noise")
+        toe_off = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+        if toe_off:
             from dataclasses import replace
 
-            contact = replace(retargeter.config.contact, heel_off=args.heel_off)
+            contact = replace(retargeter.config.contact, **toe_off)
             retargeter.config = replace(retargeter.config, contact=contact)
             retargeter.set_calibration(retargeter.calibration)  # the feet's contact machine reads the spec
         if args.toe is not None:

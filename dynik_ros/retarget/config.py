@@ -389,6 +389,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "drift_off",
             "pivot_off",
             "heel_off",
+            "heel_off_noise",
             "toe",
             "toe_angle",
             "stance",
@@ -408,6 +409,9 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         drift_off=r.number(c.get("drift_off", 0.08), "contact.drift_off", minimum=0.0),
         pivot_off=r.number(c.get("pivot_off", 20.0), "contact.pivot_off", minimum=0.0),
         heel_off=r.number(c.get("heel_off", ContactSpec.heel_off), "contact.heel_off", minimum=0.0),
+        heel_off_noise=r.number(
+            c.get("heel_off_noise", ContactSpec.heel_off_noise), "contact.heel_off_noise", minimum=0.0
+        ),
         toe=str(c.get("toe", "flat")),
         toe_angle=r.number(c.get("toe_angle", 30.0), "contact.toe_angle", positive=True),
         stance=str(c.get("stance", "weighted")),

@@ -87,7 +87,9 @@ class ContactSpec:
     when the human foot's heading has turned that far about the vertical since then (a pivot on the heel
     or the ball of the foot); 0 switches it off. ``heel_off`` (m, human size; default 0.005, 0 switches it
     off; only with ``toe: flat``): a contact also ends when the human heel has risen that much more above
-    its lowest in the contact than the toe did (toe-off, :mod:`dynik_ros.retarget.scaling`).
+    its lowest in the contact than the toe did (toe-off, :mod:`dynik_ros.retarget.scaling`); by
+    ``heel_off_noise`` (default 4, 0 switches it off) times the noise of the heel-over-toe height more than
+    that, the noise measured on the stream itself (:mod:`dynik_ros.retarget.heel_noise`).
 
     ``toe``: ``flat`` (the default: every contact levels the sole; the ankle takes the human's heel-up pitch)
     or ``pitch`` (while the human heel is up, from ``toe_angle / 3`` and fully from ``toe_angle`` deg, the
@@ -113,6 +115,7 @@ class ContactSpec:
     drift_off: float = 0.08
     pivot_off: float = 20.0
     heel_off: float = 0.005
+    heel_off_noise: float = 4.0
     toe: str = "flat"
     toe_angle: float = 30.0
     stance: str = "weighted"
@@ -267,6 +270,7 @@ class RetargetConfig:
             "drift_off": c.drift_off,
             "pivot_off": c.pivot_off,
             "heel_off": c.heel_off,
+            "heel_off_noise": c.heel_off_noise,
             "toe": c.toe,
             "toe_angle": c.toe_angle,
             "stance": c.stance,

@@ -571,7 +571,11 @@ class Retargeter:
         interpolated first, so the contact rules see each step), :meth:`run`, the result at the samples."""
         self.reset()
         arrays, index = on_ik_steps(*self.motion_arrays(motion), MAX_IK_STEP)
-        measurements, contacts = self.compute(*arrays)
+        self.contact.samples = index  # the toe-off noise estimate reads the samples only (heel_noise.py)
+        try:
+            measurements, contacts = self.compute(*arrays)
+        finally:
+            self.contact.samples = None
         measurements = self.balanced(arrays[0], measurements, contacts)
         result = self.run(
             arrays[0], measurements, settle=settle, evaluate=evaluate, progress=progress, contacts=contacts

@@ -39,7 +39,10 @@ also ends when the human heel (foot link) has risen ``heel_off`` more above its 
 than the toe (toe link) rose above its own lowest: the foot rolling onto its ball, which a held,
 level robot sole cannot follow (on real walks the held foot slid 5-10 mm there while the toe, still below
 ``height_off``, kept the contact on). No new contact starts until the foot has left the ground by the
-height/speed thresholds or its heel is back within ``heel_off`` of where it stood.
+height/speed thresholds or its heel is back within ``heel_off`` of where it stood. Against measurement
+noise (``contact.heel_off_noise``, k, default 4; 0 switches it off) the rise must also exceed ``heel_off`` by
+``k s_hat``, ``s_hat`` the white-noise std of the heel-over-toe height measured on the stream itself
+(:mod:`.heel_noise`): near 0 on clean captures, so the rule is then the plain one, with no delay.
 
 On the toes (``contact.toe: pitch``; the default ``flat`` levels every contact as before): the human foot's
 heel-up pitch ``theta = asin(-x_z)`` of its target (0 standing, + toe down) gives the sole a pitch ``s(theta)
@@ -68,6 +71,7 @@ import pinocchio as pin
 from dynik_ros.estimation.kinematic_contact import foot_speeds, next_contact, sole_heights
 from dynik_ros.retarget.calibration import Calibration
 from dynik_ros.retarget.config import ContactSpec, FootSpec, TargetSpec
+from dynik_ros.retarget.heel_noise import HeelToeNoise
 
 
 def toe_pitch(theta: float, full: float) -> tuple[float, float]:
@@ -151,6 +155,7 @@ class HumanFeet:
     heels: list[list[float]]  # heel (foot link) above standing
     toes: list[list[float]]  # toe (toe link) above standing
     positions: np.ndarray  # (N, L, 3) the human links (footprints)
+    measured: list[bool]  # a measured sample, not an IK step interpolated between two (heel_off_noise)
 
 
 # The robot's foot frame pose (world position, rotation) for foot f, as the IK has left it (anchor: robot).
@@ -164,6 +169,9 @@ class FootContact:
     ``contact.anchor: robot`` (:mod:`dynik_ros.retarget.robot_anchor`, ``Retargeter.measurements``)."""
 
     robot_sole: RobotSole | None = None
+    # the rows of the next :meth:`apply` that are measured samples (``None``: all); the others are IK steps
+    # interpolated between them (retarget/ik_steps.py), which the toe-off noise estimate skips
+    samples: np.ndarray | None = None
 
     def __init__(
         self,
@@ -206,6 +214,7 @@ class FootContact:
         self.heel_low = [0.0] * n  # lowest human heel height in this contact (heel_off)
         self.toe_low = [0.0] * n  # and toe height
         self.heel_lifted = [False] * n  # released by heel_off: no new contact yet (heel_off)
+        self.heel_noise = [HeelToeNoise() for _ in range(n)]  # heel-over-toe noise (heel_off_noise)
         self.anchored = [False] * n  # this contact's hold was moved onto the robot's sole (anchor: robot)
         self.reanchors: list[tuple[int, float, float, float]] = []  # (foot, time, shift m, turn rad)
 
@@ -227,6 +236,13 @@ class FootContact:
             return min(1.0, (t - self.contact_at[f]) / blend)
         return self.level_at_release[f] * max(0.0, 1.0 - (t - self.release_at[f]) / blend)
 
+    def _noise_margin(self, f: int) -> float:
+        """How far past ``heel_off`` the heel of foot ``f`` must rise: ``heel_off_noise`` times the measured
+        noise of its heel-over-toe height (:mod:`.heel_noise`: 0 on a sparse stream, infinite before the first
+        estimate)."""
+        k = self.spec.heel_off_noise
+        return k * self.heel_noise[f].std() if k > 0.0 else 0.0
+
     def prepare(self, times: np.ndarray, p: np.ndarray, v: np.ndarray | None) -> HumanFeet:
         """What the contact rules read of the human feet for samples ``times`` (:meth:`advance`)."""
         heights = self.human_sole_heights(p)
@@ -236,6 +252,10 @@ class FootContact:
         first = np.cumsum([0] + [len(g) for g in self.sensor_links[:-1]])
         last = first + np.array([len(g) - 1 for g in self.sensor_links])
         speeds = self.human_speeds(v) if v is not None else np.zeros_like(heights)
+        measured = np.ones(len(heights), dtype=bool)
+        if self.samples is not None:
+            measured[:] = False
+            measured[self.samples] = True
         return HumanFeet(
             times=np.asarray(times, dtype=float).tolist(),
             heights=heights.tolist(),
@@ -243,6 +263,7 @@ class FootContact:
             heels=above[:, first].tolist(),
             toes=above[:, last].tolist(),
             positions=p,
+            measured=measured.tolist(),
         )
 
     def apply(
@@ -317,6 +338,8 @@ class FootContact:
         t, h, s = human.times[k], human.heights[k][f], human.speeds[k][f]
         now = next_contact(self.in_contact[f], h, s, spec) and t >= self.quiet_until[f]
         heel, toe = human.heels[k][f], human.toes[k][f]
+        if human.measured[k] and heel_off > 0.0:
+            self.heel_noise[f].add(t, heel - toe, self.in_contact[f])
         if self.heel_lifted[f]:  # released at toe-off: no new contact until the foot leaves the
             # ground or its heel is back down where it stood (module docstring)
             down = heel - self.heel_low[f] <= heel_off
@@ -328,7 +351,7 @@ class FootContact:
             self.heel_low[f] = min(self.heel_low[f], heel)
             self.toe_low[f] = min(self.toe_low[f], toe)
             rise = heel - self.heel_low[f]
-            if rise - (toe - self.toe_low[f]) > heel_off:
+            if rise - (toe - self.toe_low[f]) > heel_off + self._noise_margin(f):
                 now = False
                 self.heel_lifted[f] = True
         if now and self.in_contact[f] and (spec.drift_off > 0.0 or spec.pivot_off > 0.0):
