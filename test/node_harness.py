@@ -56,7 +56,6 @@ class Harness:
         self.executor.shutdown()
 
 
-
 def params(**values: Any) -> dict:
     from rclpy.parameter import Parameter
 
@@ -93,7 +92,6 @@ def ok(result: Any) -> bool:
     return result == TransitionCallbackReturn.SUCCESS
 
 
-
 def walking_samples() -> list:
     """Serialized-ready human link states: 2 s of synthetic walking at 120 Hz (Human66)."""
     from dynik_ros.nodes.wearable_node import SyntheticSource
@@ -127,3 +125,46 @@ def motion_link_msg(motion: Any, k: int, stamp_ns: int):
         motion.linear_velocities[k],
         motion.angular_velocities[k],
     )
+
+
+def published_configurations(
+    h: Any,
+    solver: Any,
+    messages: Callable[[int], Any],
+    stamps: list[int],
+    before_each: Callable[[int], None] | None = None,
+):
+    """Configure and activate the ik_node ``solver``, publish ``messages(k)`` for each of ``stamps`` on a
+    reliable ``/human/link_states`` (each one waited for), and return the published configuration per
+    stamp, ``(len(stamps), nq)``: the base pose of ``/dynik/base_odom`` then ``/dynik/joint_states``."""
+    import numpy as np
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState, MultiDOFJointState
+
+    from dynik_ros.nodes.common import RELIABLE_QOS
+
+    joints = h.collect(JointState, "/dynik/joint_states")
+    odom = h.collect(Odometry, "/dynik/base_odom")
+    pub = h.probe.create_publisher(MultiDOFJointState, "/human/link_states", RELIABLE_QOS)
+    assert ok(solver.trigger_configure()), solver.last_error
+    assert ok(solver.trigger_activate())
+    h.wait_matched(pub)
+    for k in range(len(stamps)):
+        if before_each is not None:
+            before_each(k)
+        pub.publish(messages(k))
+        assert h.spin_until(lambda k=k: solver.received > k, timeout=30.0)
+    count = len(stamps)
+    assert h.spin_until(lambda: len(joints) >= count and len(odom) >= count, timeout=30.0)
+    assert solver.rejections.total == 0 and solver.held_steps == 0
+    by_stamp: dict[int, list] = {}
+    for j in joints:
+        by_stamp.setdefault(j.header.stamp.sec * 10**9 + j.header.stamp.nanosec, [None, None])[0] = j
+    for o in odom:
+        by_stamp.setdefault(o.header.stamp.sec * 10**9 + o.header.stamp.nanosec, [None, None])[1] = o
+    q = []
+    for stamp in stamps:
+        j, o = by_stamp[stamp]
+        p, r = o.pose.pose.position, o.pose.pose.orientation
+        q.append(np.concatenate(([p.x, p.y, p.z, r.x, r.y, r.z, r.w], j.position)))
+    return np.array(q)

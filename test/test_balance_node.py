@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from node_harness import motion_link_msg, ok, params
+from node_harness import motion_link_msg, ok, params, published_configurations
 
 T0 = 1_700_000_000 * 10**9
 RATE = 60.0
@@ -42,35 +42,8 @@ def _links(motion, k: int):
 
 def _run(h, solver, motion, count: int, before_each=None):
     """Feed ``count`` samples one at a time (reliable, each waited for); the published q per stamp."""
-    from nav_msgs.msg import Odometry
-    from sensor_msgs.msg import JointState, MultiDOFJointState
-
-    from dynik_ros.nodes.common import RELIABLE_QOS
-
-    joints = h.collect(JointState, "/dynik/joint_states")
-    odom = h.collect(Odometry, "/dynik/base_odom")
-    pub = h.probe.create_publisher(MultiDOFJointState, "/human/link_states", RELIABLE_QOS)
-    assert ok(solver.trigger_configure()), solver.last_error
-    assert ok(solver.trigger_activate())
-    h.wait_matched(pub)
-    for k in range(count):
-        if before_each is not None:
-            before_each(k)
-        pub.publish(_links(motion, k))
-        assert h.spin_until(lambda k=k: solver.received > k, timeout=30.0)
-    assert h.spin_until(lambda: len(joints) >= count and len(odom) >= count, timeout=30.0)
-    assert solver.rejections.total == 0 and solver.held_steps == 0
-    by_stamp = {}
-    for j in joints:
-        by_stamp.setdefault(j.header.stamp.sec * 10**9 + j.header.stamp.nanosec, [None, None])[0] = j
-    for o in odom:
-        by_stamp.setdefault(o.header.stamp.sec * 10**9 + o.header.stamp.nanosec, [None, None])[1] = o
-    q = []
-    for k in range(count):
-        j, o = by_stamp[_stamp(k)]
-        p, r = o.pose.pose.position, o.pose.pose.orientation
-        q.append(np.concatenate(([p.x, p.y, p.z, r.x, r.y, r.z, r.w], j.position)))
-    return np.array(q)
+    stamps = [_stamp(k) for k in range(count)]
+    return published_configurations(h, solver, lambda k: _links(motion, k), stamps, before_each)
 
 
 def test_published_state_keeps_the_com_over_the_feet_on_a_walk(h, walk):

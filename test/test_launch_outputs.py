@@ -25,22 +25,11 @@ def _launch_common_function(name: str, *constants: str):
     return namespace[name]
 
 
-def test_out_bag_checks_for_rosbag2_and_its_storage_plugin_not_only_ros2(monkeypatch):
-    """Issue 10: with ros2cli but no rosbag2, ``out_bag:=`` passed the old check (``ros2`` on PATH) and
-    ``ros2 bag record`` died at start while the replay ran unrecorded."""
-    import importlib.util
-    import shutil
+def _fake_ament_index(monkeypatch, installed: set[str]) -> None:
+    """An ``ament_index_python.packages`` in which exactly the packages of ``installed`` (a set the test
+    may grow) have a prefix."""
     import sys
     import types
-
-    missing = _launch_common_function("rosbag2_missing", "STORAGE_PLUGINS")
-    installed: set[str] = set()
-    real_find_spec = importlib.util.find_spec
-
-    def find_spec(name, *args):
-        if name == "ros2bag":
-            return object() if "ros2bag" in installed else None
-        return real_find_spec(name, *args)
 
     class PackageNotFoundError(KeyError):
         pass
@@ -55,6 +44,24 @@ def test_out_bag_checks_for_rosbag2_and_its_storage_plugin_not_only_ros2(monkeyp
     ament.get_package_prefix = get_package_prefix
     monkeypatch.setitem(sys.modules, "ament_index_python", types.ModuleType("ament_index_python"))
     monkeypatch.setitem(sys.modules, "ament_index_python.packages", ament)
+
+
+def test_out_bag_checks_for_rosbag2_and_its_storage_plugin_not_only_ros2(monkeypatch):
+    """Issue 10: with ros2cli but no rosbag2, ``out_bag:=`` passed the old check (``ros2`` on PATH) and
+    ``ros2 bag record`` died at start while the replay ran unrecorded."""
+    import importlib.util
+    import shutil
+
+    missing = _launch_common_function("rosbag2_missing", "STORAGE_PLUGINS")
+    installed: set[str] = set()
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name, *args):
+        if name == "ros2bag":
+            return object() if "ros2bag" in installed else None
+        return real_find_spec(name, *args)
+
+    _fake_ament_index(monkeypatch, installed)
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
 
     monkeypatch.setattr(shutil, "which", lambda name: None)
@@ -72,25 +79,11 @@ def test_rviz_checks_its_packages_before_anything_starts(monkeypatch):
     """Found with the real ros2 launch: ``rviz:=true`` without robot_state_publisher / rviz2 failed only
     when launch_ros reached the RViz nodes, after the pipeline's processes were started, which were then
     interrupted while importing (tracebacks around the error). Now one line, before anything starts."""
-    import sys
-    import types
 
     missing = _launch_common_function("rviz_missing", "RVIZ_PACKAGES")
     installed: set[str] = set()
 
-    class PackageNotFoundError(KeyError):
-        pass
-
-    def get_package_prefix(package):
-        if package not in installed:
-            raise PackageNotFoundError(package)
-        return "/opt/ros/kilted"
-
-    ament = types.ModuleType("ament_index_python.packages")
-    ament.PackageNotFoundError = PackageNotFoundError
-    ament.get_package_prefix = get_package_prefix
-    monkeypatch.setitem(sys.modules, "ament_index_python", types.ModuleType("ament_index_python"))
-    monkeypatch.setitem(sys.modules, "ament_index_python.packages", ament)
+    _fake_ament_index(monkeypatch, installed)
     text = missing()
     assert "robot_state_publisher and rviz2" in text and "ros-$ROS_DISTRO-rviz2" in text
     installed.add("rviz2")

@@ -189,11 +189,8 @@ def test_ik_node_holds_the_lagging_foot_where_the_robot_put_it(h, tmp_path):
     node gives its retargeter the IK's configuration, so the landing contact's hold is moved onto the robot's
     sole (by more than 8 mm: the leg lags) and the published left sole stays still while it is flat."""
     import yaml
-    from nav_msgs.msg import Odometry
-    from node_harness import motion_link_msg, ok, params
-    from sensor_msgs.msg import JointState, MultiDOFJointState
+    from node_harness import motion_link_msg, params, published_configurations
 
-    from dynik_ros.nodes.common import RELIABLE_QOS
     from dynik_ros.nodes.ik_node import IKNode
 
     rt = _slow_g1("robot")
@@ -217,30 +214,8 @@ def test_ik_node_holds_the_lagging_foot_where_the_robot_put_it(h, tmp_path):
     stamps = [t0 + round(1e9 * (t - motion.times[0])) for t in motion.times]
 
     solver = h.add(IKNode(**params(model="", robot="g1", config_file=str(path), link_states_reliable=True)))
-    joints = h.collect(JointState, "/dynik/joint_states")
-    odom = h.collect(Odometry, "/dynik/base_odom")
-    pub = h.probe.create_publisher(MultiDOFJointState, "/human/link_states", RELIABLE_QOS)
-    assert ok(solver.trigger_configure()), solver.last_error
-    assert ok(solver.trigger_activate())
-    h.wait_matched(pub)
-    for k in range(len(motion.times)):
-        pub.publish(motion_link_msg(motion, k, stamps[k]))
-        assert h.spin_until(lambda k=k: solver.received > k, timeout=30.0)
-    count = len(motion.times)
-    assert h.spin_until(lambda: len(joints) >= count and len(odom) >= count, timeout=30.0)
-    assert solver.rejections.total == 0 and solver.held_steps == 0
-
+    q = published_configurations(h, solver, lambda k: motion_link_msg(motion, k, stamps[k]), stamps)
     landing = [s for f, t, s, _ in solver.retargeter.contact.reanchors if f == 0 and t > 0.5]
     assert len(landing) == 1 and landing[0] > 0.008
-    by_stamp: dict[int, list] = {}
-    for j in joints:
-        by_stamp.setdefault(j.header.stamp.sec * 10**9 + j.header.stamp.nanosec, [None, None])[0] = j
-    for o in odom:
-        by_stamp.setdefault(o.header.stamp.sec * 10**9 + o.header.stamp.nanosec, [None, None])[1] = o
-    q = []
-    for k in range(start + 10, end):
-        j, o = by_stamp[stamps[k]]
-        p, r = o.pose.pose.position, o.pose.pose.orientation
-        q.append(np.concatenate(([p.x, p.y, p.z, r.x, r.y, r.z, r.w], j.position)))
-    centres = _sole_centres(rt, np.array(q))
+    centres = _sole_centres(rt, q[start + 10 : end])
     assert float(np.linalg.norm(centres[:, :2] - centres[0, :2], axis=1).max()) < 0.004

@@ -120,44 +120,23 @@ def test_ik_node_fed_a_noisy_standing_stream_keeps_its_feet_held(h):
     states and base odometry through forward kinematics) do not move after the first 0.5 s. With the plain
     5 mm rule (``heel_off_noise: 0``) the feet were released and landed again ~4 times a second, and the
     released left foot frame then followed the noisy targets: 16 mm of drift in 3 s (measured offline)."""
-    from nav_msgs.msg import Odometry
-    from node_harness import motion_link_msg, ok, params
-    from sensor_msgs.msg import JointState, MultiDOFJointState
+    from node_harness import motion_link_msg, params, published_configurations
 
-    from dynik_ros.nodes.common import RELIABLE_QOS
     from dynik_ros.nodes.ik_node import IKNode
 
     motion = synthetic_human_motion("tpose", 1.5, 60.0, noise=NoiseSpec(position=0.003), seed=0)
     t0 = 1_700_000_000 * 10**9
     stamps = [t0 + round(1e9 * t) for t in motion.times]
     solver = h.add(IKNode(**params(model="", robot="g1", link_states_reliable=True)))
-    joints = h.collect(JointState, "/dynik/joint_states")
-    odom = h.collect(Odometry, "/dynik/base_odom")
-    pub = h.probe.create_publisher(MultiDOFJointState, "/human/link_states", RELIABLE_QOS)
-    assert ok(solver.trigger_configure()), solver.last_error
-    assert ok(solver.trigger_activate())
-    h.wait_matched(pub)
-    for k in range(len(motion.times)):
-        pub.publish(motion_link_msg(motion, k, stamps[k]))
-        assert h.spin_until(lambda k=k: solver.received > k, timeout=30.0)
-    count = len(motion.times)
-    assert h.spin_until(lambda: len(joints) >= count and len(odom) >= count, timeout=30.0)
-    assert solver.rejections.total == 0 and solver.held_steps == 0
-    by_stamp: dict[int, list] = {}
-    for j in joints:
-        by_stamp.setdefault(j.header.stamp.sec * 10**9 + j.header.stamp.nanosec, [None, None])[0] = j
-    for o in odom:
-        by_stamp.setdefault(o.header.stamp.sec * 10**9 + o.header.stamp.nanosec, [None, None])[1] = o
+    published = published_configurations(h, solver, lambda k: motion_link_msg(motion, k, stamps[k]), stamps)
+    count = len(stamps)
     rt = solver.retargeter
     late = [k for k in range(count) if motion.times[k] >= 0.5]
     for foot in rt.config.feet:
         centre = np.asarray(foot.sole, dtype=float).reshape(-1, 3).mean(axis=0)
         soles = []
         for k in late:
-            j, o = by_stamp[stamps[k]]
-            p, r = o.pose.pose.position, o.pose.pose.orientation
-            q = np.concatenate(([p.x, p.y, p.z, r.x, r.y, r.z, r.w], j.position))
-            at, rot = rt.robot.frame_pose(q, foot.frame)
+            at, rot = rt.robot.frame_pose(published[k], foot.frame)
             soles.append(at + rot @ centre)
         soles = np.array(soles)
         assert float(np.linalg.norm(soles - soles[0], axis=1).max()) < 0.001, foot.frame
