@@ -72,6 +72,40 @@ def test_human_walk_has_planted_stance_feet_and_contact_never_lost(walk, g1_walk
     assert contact.all(axis=1).mean() > 0.3  # real double supports
 
 
+def _knee_ahead(motion, side: str) -> np.ndarray:
+    """How far the human knee is ahead (+x) of the hip-ankle line, per sample (> 0: bent forward)."""
+    links = [motion.links.index(side + link) for link in ("UpperLeg", "LowerLeg", "Foot")]
+    hip, knee, ankle = (motion.positions[:, i] for i in links)
+    return knee[:, 0] - 0.5 * (hip[:, 0] + ankle[:, 0])
+
+
+def test_walk_stands_still_first_and_knees_bend_forward_without_a_kink(walk, g1_walk):
+    """The knee kink of issue 12 item 4: the human IK started with straight knees (a singularity of the
+    pelvis height), crouched only at samples 70-100 of the first stand, the left knee backwards; the G1
+    output bent its knees 6-9.5 rad/s there (twice the human's fastest knee in its steps) and kept its left
+    knee on its lower limit. Checked on the written trajectories (human and robot)."""
+    spec, motion = walk
+    retargeter, _, _, q = g1_walk
+    stand = motion.times <= spec.stand
+    for side in ("Left", "Right"):  # the knees bend forward on every sample (13 cm standing, >= 4 cm)
+        assert _knee_ahead(motion, side).min() > 0.02  # before: the left knee 13-23 cm behind
+    assert np.abs(np.diff(motion.q[stand, 7:], axis=0)).max() < 1e-4  # the first stand stands still
+    names = retargeter.robot.joint_names
+    knees = [7 + names.index(n) for n in ("left_knee_joint", "right_knee_joint")]
+    assert retargeter.robot.model.lowerPositionLimit[knees].max() < -0.08  # G1: 5 deg of hyperextension
+    assert q[:, knees].min() > 0.05  # bent on every sample (measured >= 0.108 rad; before: left at -0.087)
+    assert np.ptp(q[stand, 2]) < 1e-3  # the robot pelvis does not drop while the human stands still
+    human = retargeter.config.human
+    from dynik_ros.retarget.human import human_model
+
+    model = human_model("human66", human.height, human.mass)
+    human_knees = [7 + model.joint_index(n) for n in ("jLeftKnee_roty", "jRightKnee_roty")]
+    dt = np.diff(motion.times)[:, None]
+    human_rate = np.abs(np.diff(motion.q[:, human_knees], axis=0) / dt)[~stand[1:]].max()
+    robot_rate = np.abs(np.diff(q[:, knees], axis=0) / dt).max()
+    assert robot_rate < 1.25 * human_rate  # measured 4.2 vs 4.3 rad/s (before: 9.5 vs 4.3)
+
+
 def test_balanced_walk_stands_in_mujoco_with_a_free_base(g1_walk):
     pytest.importorskip("mujoco")
     from dynik_ros.sim.simulator import SimConfig, Simulator

@@ -36,6 +36,8 @@ DEG = math.pi / 180.0
 FEET = ("RightFoot", "LeftFoot")
 SWING_RISE = 0.25  # share of the swing spent lifting (and lowering) the foot
 SWING_HOLD = 0.15  # share of the swing before the foot moves forward (and after it stops)
+KNEE_START = 0.3  # rad, knee flexion of the human IK's start pose (off the straight-knee singularity)
+SETTLE_TOLERANCE = 1e-4  # m / rad: the settle on the first sample must reach its targets this closely
 UPRIGHT = (
     "T8",
     "Head",
@@ -141,6 +143,33 @@ def _standing_configuration(human) -> np.ndarray:
     return q
 
 
+def _bent_knees(human, q: np.ndarray, flexion: float = KNEE_START) -> np.ndarray:
+    """``q`` with both knees flexed by ``flexion`` (rad; Human66 knees flex about +y, the shank swinging
+    back), the IK's start. With straight knees the pelvis height is singular (no leg joint moves it to first
+    order): the crouch got no pull, the IK left the singularity only once round-off had grown (it crouched
+    3.7 cm at samples 70-100, inside the first stand: the knee kink of every retargeted planted walk), and
+    on whichever branch the round-off chose (the left knee bent backwards, 13-23 cm behind the hip-ankle
+    line over the whole walk; the human model has no joint limits to stop it)."""
+    q = q.copy()
+    for name in ("jLeftKnee_roty", "jRightKnee_roty"):
+        q[7 + human.joint_index(name)] = flexion
+    return q
+
+
+def _check_settled(human, q, targets, positions: np.ndarray, rotations: np.ndarray) -> None:
+    """Raise if the settle left a position or orientation target more than ``SETTLE_TOLERANCE`` away."""
+    model, data = human.model, human.model.createData()
+    pin.framesForwardKinematics(model, data, q)
+    worst = 0.0
+    for i, target in enumerate(targets):
+        pose = data.oMf[human.frame_id(target.frame)]
+        if target.position:
+            worst = max(worst, float(np.linalg.norm(pose.translation - positions[i])))
+        worst = max(worst, float(np.linalg.norm(pin.log3(pose.rotation.T @ rotations[i]))))
+    if worst > SETTLE_TOLERANCE:
+        raise RuntimeError(f"planted walk: the human IK did not settle on the first sample ({worst:.2e} off)")
+
+
 def planted_walk(
     spec: PlantedWalkSpec | None = None, rate: float = 100.0, height: float = 1.75, mass: float = 75.0
 ) -> Motion:
@@ -178,10 +207,11 @@ def planted_walk(
     positions = np.concatenate([feet, pelvis[:, None]], axis=1)
     velocities = np.gradient(positions, times, axis=0)
     rotations = np.array([*foot_rotations, pelvis0.rotation, *upright])
-    ik = DynamicalIK(human, targets, None, q0)
+    ik = DynamicalIK(human, targets, None, _bent_knees(human, q0))
     first = Measurements(positions[0], rotations)
-    for _ in range(100):  # settle on the first sample (the crouch)
-        ik.step(first, 0.01)
+    for _ in range(300):  # settle on the first sample (the crouch), so the first stand stands still
+        q, _ = ik.step(first, 0.01)
+    _check_settled(human, q, targets, positions[0], rotations)
     n, nl = len(times), len(XSENS_SEGMENTS)
     qs, vs = np.zeros((n, human.nq)), np.zeros((n, human.nv))
     poses = np.zeros((n, nl, 4, 4))
