@@ -43,6 +43,26 @@ def test_plan_moves_the_com_from_stance_foot_to_stance_foot():
     assert support[20:25, 0].all()
 
 
+def test_plan_ends_a_take_standing_at_rest_over_the_middle_of_the_feet():
+    """R single support, then both feet down to the end of the take (a walk's final stand): the target
+    leaves the stance foot as the double support begins and is at rest over the middle of the feet after
+    ``shift_time``, not moving off the stance foot over the take's last ``shift_time`` (what the end of a
+    take did before: the ZMP plan's CoM ended the planted walk 6.8 cm off the middle, still moving)."""
+    times = np.arange(150) / 100.0
+    flags = np.full((150, 2), -1)
+    flags[:50, 1] = 0
+    flags[50:] = 0  # both feet down from 0.5 s to the end (1 s)
+    centres = np.zeros((150, 2, 3))
+    centres[:, 0] = (0.3, 0.1, 0.0)
+    centres[:, 1] = (0.3, -0.1, 0.0)
+    spec = BalanceSpec(enabled=True, lookahead=0.1, shift_time=0.2)
+    _, com, velocity = plan(times, flags, centres, spec)
+    np.testing.assert_allclose(com[:50, :2], np.tile([0.3, -0.1], (50, 1)))
+    np.testing.assert_allclose(com[70:, :2], np.tile([0.3, 0.0], (80, 1)), atol=1e-12)  # rests from 0.7 s
+    assert np.abs(velocity[72:]).max() < 1e-9
+    assert com[60, 1] == pytest.approx(-0.05, abs=0.006)  # half way at mid-shift, on the line
+
+
 def test_sole_polygon_widens_the_heel_toe_line():
     poly = sole_polygon([(-0.05, 0.0, -0.035), (0.12, 0.0, -0.035)], 0.025)
     assert len(poly) == 4 and {p[1] for p in poly} == {0.025, -0.025}

@@ -12,7 +12,10 @@ detection (:class:`~dynik_ros.retarget.scaling.FootContact`) is known, so:
 * the **CoM target** (horizontal; no vertical row) is the centre of the stance foot's sole in single
   support; across a double support it moves on the line from the last stance foot to the next over the
   last ``shift_time`` seconds of the phase (the whole phase if shorter); with no stance foot before or
-  after, the middle of the feet stands in. Its velocity feed-forward is the plan's time derivative.
+  after, the middle of the feet stands in (after the last single support the CoM moves there over the
+  first ``shift_time`` seconds of the final phase, so a take that ends standing ends at rest over the
+  middle, not moving off the last stance foot in its last 0.3 s). Its velocity feed-forward is the plan's
+  time derivative.
 
 The sole polygon of a foot is its map's sole points (heel, toe) widened by ``sole_half_width`` across the
 foot. While balancing, the root's position target weighs ``root_weight_scale`` times the map's and the
@@ -184,8 +187,12 @@ def plan(
     for a, b in _runs(~single):
         before = target[a - 1] if a > 0 else middle[a]
         after = target[b] if b < n else middle[b - 1]
-        start = max(a, b - int(round(spec.shift_time / dt)))
-        t0, t1 = times[start], times[b - 1] if b - 1 > start else times[start] + dt
+        shift = int(round(spec.shift_time / dt))
+        if b < n:  # towards the next stance foot: over the last shift_time before it lifts the other
+            start, end = max(a, b - shift), b - 1
+        else:  # no stance foot after (the take ends standing): to the middle as the phase begins
+            start, end = a, min(b - 1, a + shift)
+        t0, t1 = times[start], times[end] if end > start else times[start] + dt
         alpha = np.clip((times[a:b] - t0) / max(t1 - t0, 1e-9), 0.0, 1.0)
         target[a:b] = before + alpha[:, None] * (after - before)
     com = np.zeros((n, 3))
