@@ -183,8 +183,9 @@ def test_zmp_planned_walk_walks_at_its_own_speed_in_mujoco(zmp_walk, quasi_stati
     dynamic = run(zmp_walk)
     motion = zmp_walk[1]
     walk_end = 2.0 + motion.times[-1] - motion.times[0]  # the blend from standing, then the trajectory
-    # open loop this walk is marginal: it walks all 3 steps and stands through the trajectory, then fell
-    # 0.8 s into the 1 s hold after it (since the human walk's knees bend forward); stands stabilized
+    # open loop this walk is marginal: it stands to the end of the hold, but fell 0.8 s into the hold while
+    # the plan's CoM ended off the middle of the feet, and the 4-step walk falls in its final stand; so only
+    # the walk itself is asserted here (the stabilized walk stands: test_walk_stabilizer)
     assert dynamic.fell_at is None or dynamic.fell_at > walk_end
     static = run(quasi_static_walk)  # the same walk, same speed and sim, CoM kept over the stance sole
     first_landing = SPEC.stand + SPEC.double_support + SPEC.single_support
