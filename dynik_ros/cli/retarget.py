@@ -248,6 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
         "heel-over-toe height (against a noisy stream; 0: off; default: the map's contact.heel_off_noise, 4)",
     )
     parser.add_argument(
+        "--reach",
+        choices=("on", "off"),
+        help="a foot landing farther beside its hip than its ankle roll lets a level sole stand: held nearer "
+        "the hip (on) or where it landed (off: the maps' default) (retarget/leg_reach.py)",
+    )
+    parser.add_argument(
         "--toe",
         choices=("pitch", "flat"),
         help="a contact with the human heel up: the sole kept level, the ankle taking the pitch up (the "
@@ -381,6 +387,12 @@ def main(argv: list[str] | None = None) -> int:
             from dataclasses import replace
 
             contact = replace(retargeter.config.contact, **toe_off)
+            retargeter.config = replace(retargeter.config, contact=contact)
+            retargeter.set_calibration(retargeter.calibration)  # the feet's contact machine reads the spec
+        if args.reach is not None:
+            from dataclasses import replace
+
+            contact = replace(retargeter.config.contact, reach=args.reach == "on")
             retargeter.config = replace(retargeter.config, contact=contact)
             retargeter.set_calibration(retargeter.calibration)  # the feet's contact machine reads the spec
         if args.toe is not None:

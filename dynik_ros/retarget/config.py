@@ -394,6 +394,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "toe_angle",
             "stance",
             "anchor",
+            "reach",
         ),
     )
     contact = ContactSpec(
@@ -416,6 +417,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         toe_angle=r.number(c.get("toe_angle", 30.0), "contact.toe_angle", positive=True),
         stance=str(c.get("stance", "weighted")),
         anchor=str(c.get("anchor", "human")),
+        reach=r.boolean(c.get("reach", ContactSpec.reach), "contact.reach"),
     )
     if contact.toe not in TOE_MODES:
         raise r.error("contact.toe", f"expected one of {TOE_MODES}, got '{contact.toe}'")

@@ -101,7 +101,11 @@ class ContactSpec:
 
     ``anchor``: where a held foot stays once its contact is flat: ``human`` (where the human-derived target
     landed) or ``robot`` (where the robot's own sole is then, as the IK left it: a lagging leg is not
-    dragged onto the human's footprint; :mod:`dynik_ros.retarget.robot_anchor`)."""
+    dragged onto the human's footprint; :mod:`dynik_ros.retarget.robot_anchor`).
+
+    ``reach`` (opt-in): a foot landing farther beside its hip than the ankle roll's limits let a level sole
+    stand is held nearer the hip, across its heading, until they do, and the leg's thigh and shank targets
+    lean with it (:mod:`dynik_ros.retarget.leg_reach`)."""
 
     enabled: bool = True
     height_on: float = 0.03
@@ -120,6 +124,7 @@ class ContactSpec:
     toe_angle: float = 30.0
     stance: str = "weighted"
     anchor: str = "human"
+    reach: bool = False
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measure
 from dynik_ros.retarget.calibration import Calibration, calibrate, check_calibration, yaw_alignment
 from dynik_ros.retarget.hinge_alignment import HingeAlignment, find_hinge
 from dynik_ros.retarget.ik_steps import at_samples, on_ik_steps
+from dynik_ros.retarget.leg_reach import ankle_roll_lean, leg_orientation_rows, turn_legs
 from dynik_ros.retarget.registry import RobotSpec, load_robot
 from dynik_ros.retarget.robot_anchor import RobotAnchoredFeet, robot_sole_reader
 from dynik_ros.retarget.scaling import FootContact, PositionScaling
@@ -188,6 +189,9 @@ class Retargeter:
         self.contact = FootContact(
             config.feet, config.contact, calibration, self.links, [pos_rows[f.frame] for f in config.feet]
         )
+        self.contact.lean_bounds = [ankle_roll_lean(self.robot, calibration_q, f.frame) for f in config.feet]
+        self._foot_rows = np.array([pos_rows[f.frame] for f in config.feet], dtype=int)
+        self._leg_rows = [leg_orientation_rows(self.robot, config, f.frame, ori_rows) for f in config.feet]
         self.last_contacts = np.full(len(config.feet), -1)  # of the last measurements() call
         self.reset()
 
@@ -354,6 +358,7 @@ class Retargeter:
         target_positions, target_velocities = self.scaling.targets(p, r, v, w)
         foot_rotations = r[:, self._foot_links] @ self._foot_offsets
         foot_omegas = w[:, self._foot_links].copy()
+        hips = self.scaling.limb_roots(p, r)[:, self._foot_rows] if len(self._foot_rows) else None
         self.robot_anchor = None
         robot_anchor = self.config.contact.anchor == "robot" and len(self.config.feet) > 0
         if robot_anchor and robot_q is not None:
@@ -371,6 +376,7 @@ class Retargeter:
                 foot_omegas,
                 self._foot_ori_rows,
                 self._foot_ori_feet,
+                hips,
             )
         try:
             flags = self.contact.apply(
@@ -381,9 +387,12 @@ class Retargeter:
                 target_velocities,
                 foot_rotations,
                 foot_omegas,
+                hips,
             )
         finally:
             self.contact.robot_sole = None
+        if self.contact.leg_turn is not None and self.contact.leg_turn.any():  # contact.reach moved a foot
+            turn_legs(target_rotations, self._leg_rows, self.contact.leg_turn, self.contact.leg_heading)
         # the feet's orientation targets as the contact left them (level in contact, blended in and out)
         target_rotations[:, self._foot_ori_rows] = foot_rotations[:, self._foot_ori_feet]
         target_omegas[:, self._foot_ori_rows] = foot_omegas[:, self._foot_ori_feet]

@@ -58,11 +58,12 @@ class RobotAnchoredFeet:
         omegas: np.ndarray,
         orientation_rows: np.ndarray,
         orientation_feet: np.ndarray,
+        hips: np.ndarray | None = None,
     ):
         self._initial = deepcopy(contact)
         self.contact = deepcopy(contact)
         self.times = np.array(times, dtype=float)
-        self.human = contact.prepare(self.times, p, v)
+        self.human = contact.prepare(self.times, p, v, hips)
         self.rows = list(contact.rows)
         self.positions = positions[:, self.rows].copy()  # (N, n_feet, 3) before any hold
         self.velocities = velocities[:, self.rows].copy()

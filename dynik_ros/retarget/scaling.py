@@ -57,6 +57,10 @@ apart, :mod:`.foot_figures`).
 Anchored on the robot (``contact.anchor: robot``; :attr:`FootContact.robot_sole` set by whoever runs the IK):
 once per contact, at the sample it turns flat, the held point moves to where the robot's own sole point is
 (horizontally, on the ground) and the level sole takes the robot sole's heading (:mod:`.robot_anchor`).
+
+Within the ankle roll's reach (``contact.reach``, opt-in; :attr:`FootContact.lean_bounds` and the robot hip
+targets given to :meth:`FootContact.apply`): at touch-down a foot farther beside its hip than a level sole
+allows is held nearer the hip, the shift blended in over ``blend_time`` (:mod:`.leg_reach`).
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ from dynik_ros.estimation.kinematic_contact import foot_speeds, next_contact, so
 from dynik_ros.retarget.calibration import Calibration
 from dynik_ros.retarget.config import ContactSpec, FootSpec, TargetSpec
 from dynik_ros.retarget.heel_noise import HeelToeNoise
+from dynik_ros.retarget.leg_reach import reach_shift
 
 
 def toe_pitch(theta: float, full: float) -> tuple[float, float]:
@@ -129,6 +134,12 @@ class PositionScaling:
         base[:, 2] = self.robot_ground + k * (p[:, self.root, 2] - self.human_ground)
         return base, k * v[:, self.root]
 
+    def limb_roots(self, p: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """Where each position target's limb root (its anchor) is on the robot, ``(N, n_p, 3)``:
+        ``p_B + R_root o_a`` (module docstring; the hips for the feet)."""
+        base, _ = self.root_target(p, np.zeros_like(p))
+        return base[:, None] + np.einsum("nij,pj->npi", r[:, self.root], self.offset)
+
     def targets(
         self, p: np.ndarray, r: np.ndarray, v: np.ndarray, w: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -156,6 +167,7 @@ class HumanFeet:
     toes: list[list[float]]  # toe (toe link) above standing
     positions: np.ndarray  # (N, L, 3) the human links (footprints)
     measured: list[bool]  # a measured sample, not an IK step interpolated between two (heel_off_noise)
+    hips: np.ndarray | None = None  # (N, n_feet, 3) the robot hip targets (contact.reach; None: no rule)
 
 
 # The robot's foot frame pose (world position, rotation) for foot f, as the IK has left it (anchor: robot).
@@ -194,6 +206,8 @@ class FootContact:
             for group in self.sensor_links
         ]
         self.soles = [np.array(f.sole, dtype=float).reshape(-1, 3) for f in self.feet]
+        # per foot, the leg's lean a level sole allows (rad; leg_reach.ankle_roll_lean; None: not limited)
+        self.lean_bounds: list[tuple[float, float] | None] = [None] * len(self.feet)
         self.reset()
 
     def reset(self) -> None:
@@ -217,6 +231,22 @@ class FootContact:
         self.heel_noise = [HeelToeNoise() for _ in range(n)]  # heel-over-toe noise (heel_off_noise)
         self.anchored = [False] * n  # this contact's hold was moved onto the robot's sole (anchor: robot)
         self.reanchors: list[tuple[int, float, float, float]] = []  # (foot, time, shift m, turn rad)
+        self.reach = [np.zeros(3) for _ in range(n)]  # this contact's shift into the leg's reach (reach)
+        self.reach_turn = [0.0] * n  # the leg's lean change of that shift (rad, about the heading)
+        self.turn_at_release = [0.0] * n  # the lean change when the contact ended (fades with the hold)
+        self.leg_turn: np.ndarray | None = None  # (N, n_feet) per sample (apply), the legs' lean change
+        self.leg_heading: np.ndarray | None = None  # (N, n_feet) the heading it turns about (rad)
+
+    def _reach_weight(self, f: int, t: float) -> float:
+        """How much of the touch-down's shift into reach (:attr:`reach`) the held target has: 0 to 1 over
+        ``blend_time`` in contact (as the sole turns level)."""
+        return min(1.0, (t - self.contact_at[f]) / max(self.spec.blend_time, 1e-9))
+
+    def _turn_leg(self, f: int, k: int, angle: float) -> None:
+        """Sample ``k``'s lean change of leg ``f`` (:attr:`leg_turn`, about the level sole's heading)."""
+        if self.leg_turn is not None and k < len(self.leg_turn):
+            self.leg_turn[k, f] = angle
+            self.leg_heading[k, f] = self.landing_yaw[f]
 
     def human_sole_heights(self, p: np.ndarray) -> np.ndarray:
         """Height of each human sole above the ground ``(N, n_feet)``: 0 when standing flat."""
@@ -243,8 +273,11 @@ class FootContact:
         k = self.spec.heel_off_noise
         return k * self.heel_noise[f].std() if k > 0.0 else 0.0
 
-    def prepare(self, times: np.ndarray, p: np.ndarray, v: np.ndarray | None) -> HumanFeet:
-        """What the contact rules read of the human feet for samples ``times`` (:meth:`advance`)."""
+    def prepare(
+        self, times: np.ndarray, p: np.ndarray, v: np.ndarray | None, hips: np.ndarray | None = None
+    ) -> HumanFeet:
+        """What the contact rules read of the human feet for samples ``times`` (:meth:`advance`);
+        ``hips`` ``(N, n_feet, 3)``: the robot hip targets of the feet's legs (``contact.reach``)."""
         heights = self.human_sole_heights(p)
         # heel (foot link) and toe (toe link) above standing (heel_off; a foot without toe link never lets go)
         standing = self.human_ground + np.concatenate(self.clearance)
@@ -264,6 +297,7 @@ class FootContact:
             toes=above[:, last].tolist(),
             positions=p,
             measured=measured.tolist(),
+            hips=hips,
         )
 
     def apply(
@@ -275,6 +309,7 @@ class FootContact:
         velocities: np.ndarray,
         foot_rotations: np.ndarray,
         foot_omegas: np.ndarray,
+        hips: np.ndarray | None = None,
     ) -> np.ndarray:
         """Hold / clamp the feet rows of ``positions`` and ``velocities`` ``(N, n_p, 3)`` in place.
 
@@ -289,9 +324,11 @@ class FootContact:
         flags = np.full((n, len(self.feet)), -1, dtype=int)
         self.flat = np.zeros((n, len(self.feet)), dtype=bool)  # in contact for blend_time: level, held
         self.toe = np.zeros((n, len(self.feet)), dtype=bool)  # in contact, pitched about the toe (w > 0)
+        self.leg_turn = np.zeros((n, len(self.feet)))
+        self.leg_heading = np.zeros((n, len(self.feet)))
         if not self.feet:
             return flags
-        human = self.prepare(times, p, v)
+        human = self.prepare(times, p, v, hips)
         for f, row in enumerate(self.rows):
             for k in range(n):
                 self.advance(
@@ -376,6 +413,7 @@ class FootContact:
                 self.in_contact[f] = False
                 self.release_at[f] = t
                 self.release_delta[f] = self.last[f] - target
+                self.turn_at_release[f] = self._reach_weight(f, t) * self.reach_turn[f]
                 self.level[f] = 0.0
         elif now:
             self.in_contact[f] = True
@@ -434,12 +472,19 @@ class FootContact:
             flat[f] = t - self.contact_at[f] >= spec.blend_time - 1e-9 and on_toes == 0.0
         elif self.in_contact[f]:
             if self.point[f] < 0:  # touch-down: the lowest point lands where it is
-                self.anchor[f] = target + points[j]
+                self.reach[f], self.reach_turn[f] = np.zeros(3), 0.0
+                bounds = self.lean_bounds[f]
+                if spec.reach and bounds is not None and human.hips is not None:
+                    # a level sole beyond the ankle roll's reach: held nearer the hip (leg_reach.py)
+                    self.reach[f], self.reach_turn[f] = reach_shift(
+                        target, human.hips[k][f], self.landing_yaw[f], bounds
+                    )
+                self.anchor[f] = target + points[j] + self.reach[f]
                 self.anchor[f][2] = self.robot_ground
                 self.point[f] = j
             elif j != self.point[f] and points[j, 2] < points[self.point[f], 2] - 1e-9:
                 # rolled onto another sole point: anchor it where it is (a flat sole ties: keep)
-                self.anchor[f] = self.last[f] + points[j]
+                self.anchor[f] = self.last[f] + points[j] + (1.0 - self._reach_weight(f, t)) * self.reach[f]
                 self.anchor[f][2] = self.robot_ground
                 self.point[f] = j
             j = self.point[f]
@@ -450,8 +495,10 @@ class FootContact:
                 self.reanchors.append((f, t, shift, turned))
                 self.anchor[f] = moved
             lever = points[j]
-            target[:] = self.anchor[f] - lever
-            rate[:] = -np.cross(omegas[f], lever)
+            beta = self._reach_weight(f, t)  # the shift into reach moves in over blend_time
+            target[:] = self.anchor[f] - lever - (1.0 - beta) * self.reach[f]
+            rate[:] = -np.cross(omegas[f], lever) + (self.reach[f] / blend if beta < 1.0 else 0.0)
+            self._turn_leg(f, k, beta * self.reach_turn[f])
             self.last[f] = target.copy()
             flags[f] = j
             flat[f] = t - self.contact_at[f] >= spec.blend_time - 1e-9 and on_toes == 0.0
@@ -459,6 +506,7 @@ class FootContact:
         delta = self.release_delta[f]
         if delta is not None:
             fade = math.exp(-(t - self.release_at[f]) / tau)
+            self._turn_leg(f, k, fade * self.turn_at_release[f])
             target += fade * delta
             rate -= (fade / tau) * delta
             if fade < 1e-4:
