@@ -243,11 +243,21 @@ def test_the_runner_waits_for_the_bridges_own_count_not_the_commands_on_the_wire
         assert not watcher.commanded(time.monotonic(), now)  # 6 inputs still queued in the bridge
         report(58, wrong_lengths=2)  # refused inputs are answered too
         assert watcher.commanded(time.monotonic(), now)
-        # a bridge that holds (no further answer) ends the wait after BRIDGE_QUIET s, not before
+        # one more IK output the bridge does not answer
         watcher._on_output(_stamped_joint_state())
         later = watcher.answered_progress_at
+        # a bridge process that sends nothing is starved, not holding: the wait goes on however long it is
+        # quiet (a quiet time alone ended a loaded run with 22 of 60 fresh commands)
+        assert not watcher.commanded(later + 10 * BRIDGE_QUIET, later)
+        report(58, wrong_lengths=2)  # it runs and does not answer: once, then twice since that output
+        assert not watcher.commanded(later + BRIDGE_QUIET + 0.1, later)
+        report(58, wrong_lengths=2)
+        # a bridge that holds ends the wait after BRIDGE_QUIET s, not before
         assert not watcher.commanded(later + BRIDGE_QUIET - 0.1, later)
         assert watcher.commanded(later + BRIDGE_QUIET + 0.1, later)
+        # a further IK output: the reports before it no longer count
+        watcher._on_output(_stamped_joint_state())
+        assert not watcher.commanded(later + 10 * BRIDGE_QUIET, later)
     finally:
         node.destroy_node()
     assert bridges_caught_up(60, {"a": 60, "b": 61}, 2)

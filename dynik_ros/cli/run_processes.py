@@ -57,6 +57,7 @@ IK_OUTPUT_TOPIC = "/dynik/joint_states"
 IK_STATUS_SUFFIX = ": dynamical IK"  # ik_node's /diagnostics status name is "<node>: dynamical IK"
 BRIDGE_STATUS_SUFFIX = ": command bridge"  # bridge_node's: "<node>: command bridge"
 BRIDGE_QUIET = 3.0  # [s] no bridge answered a further input for this long (its /diagnostics every 1 s)
+BRIDGE_IDLE_REPORTS = 2  # and each bridge behind sent this many reports since the last IK output
 SOURCES = ("wearable_node",)  # activated last, once the IK's readers are matched
 STOP_TIMEOUT = 60.0  # [s] a child still running this long after SIGINT is killed
 START_TIMEOUT = 120.0  # [s] for a child's lifecycle services to answer (imports, DDS discovery)
@@ -496,6 +497,7 @@ class _EndWatcher:
         self.bridges = bridges if command_topics else 0
         self.bridge_answered: dict[str, int] = {}  # bridge -> inputs it answered (fresh commands + refusals)
         self.answered_progress_at = 0.0
+        self.idle_reports: dict[str, int] = {}  # bridge -> reports since the last IK output, none answering
         self.ik_readers: dict[str, int] = {}  # ik_node name -> readers its output writer matched
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
         node.create_subscription(MultiDOFJointState, "/human/link_states", self._on_input, SENSOR_QOS)
@@ -519,6 +521,9 @@ class _EndWatcher:
                     continue
                 if answered > self.bridge_answered.get(status.name, -1):
                     self.answered_progress_at = time.monotonic()
+                    self.idle_reports[status.name] = 0
+                else:
+                    self.idle_reports[status.name] = self.idle_reports.get(status.name, 0) + 1
                 self.bridge_answered[status.name] = answered
             elif status.name.endswith(IK_STATUS_SUFFIX):
                 node = status.name[: -len(IK_STATUS_SUFFIX)]
@@ -533,18 +538,27 @@ class _EndWatcher:
         self.last_output = max(self.last_output, self._stamp(msg))
         self.output_at = time.monotonic()
         self.outputs += 1
+        self.idle_reports = dict.fromkeys(self.idle_reports, 0)  # a new input for every bridge
 
     def commanded(self, now: float, answered_at: float) -> bool:
         """Every bridge answered every IK output seen (:func:`bridges_caught_up`, by the bridges' own
-        /diagnostics counts), or none answered a further one for ``BRIDGE_QUIET`` s since the IK answered
-        (a bridge that holds); True at once without a bridge. Counting the commands on the wire instead
-        was wrong: a bridge also repeats its last command between inputs (``command_rate`` 100 Hz against a
-        60 Hz stream), so the repeats made up the count while a bridge in another process, behind on a
-        loaded machine, still had inputs queued, and the run ended without them (54 of 60 fresh)."""
+        /diagnostics counts), or the bridges behind hold: none answered a further input for
+        ``BRIDGE_QUIET`` s since the IK answered **and** each of them sent ``BRIDGE_IDLE_REPORTS`` reports
+        since the last IK output without answering more (it runs, and does not take the inputs); True at
+        once without a bridge. A bridge process that sends nothing is starved on a loaded machine, not
+        holding: the wait goes on (up to the run's timeout); a quiet time alone ended a run with 22 of 60
+        fresh commands once. Counting the commands on the wire was wrong too: a bridge also repeats its
+        last command between inputs (``command_rate`` 100 Hz against a 60 Hz stream), so the repeats made
+        up the count while the bridge still had inputs queued (54 of 60 fresh)."""
         if not self.watches_commands:
             return True
         if bridges_caught_up(self.outputs, self.bridge_answered, self.bridges):
             return True
+        behind = [name for name, n in self.bridge_answered.items() if n < self.outputs]
+        if len(self.bridge_answered) < self.bridges or not behind:
+            return False
+        if any(self.idle_reports.get(name, 0) < BRIDGE_IDLE_REPORTS for name in behind):
+            return False
         return now - max(answered_at, self.answered_progress_at) > BRIDGE_QUIET
 
 
