@@ -155,3 +155,25 @@ def test_bridge_ramps_from_the_measured_robot_state(h, human66):
     np.testing.assert_allclose(node.last_command, target, atol=1e-9)
 
 
+
+
+def test_bridge_with_input_depth_0_commands_every_input_it_fell_behind_on(h, human66):
+    """``dynik-ros run --processes`` offline: a bridge process behind the IK by more than its 10 samples of
+    reader history lost the oldest (KEEP_LAST), and the run reported fewer fresh commands than IK outputs
+    (22 of 60 once, under load). With ``input_depth`` 0 (keep all, what the runner sets offline) every input
+    published while the bridge did not spin is taken and commanded (the default 10 kept 10 of the 50 here)."""
+    from sensor_msgs.msg import JointState
+
+    from dynik_ros.nodes.common import reliable_qos
+
+    names = human66.joint_names
+    target = np.clip(0.1 * np.ones(len(names)), human66.lower, human66.upper)
+    node = h.add(bridge(ramp_time=0.0, clock="message", input_depth=0))
+    pub = h.probe.create_publisher(JointState, "/dynik/joint_states", reliable_qos(0))
+    assert ok(node.trigger_configure()), node.last_error
+    assert ok(node.trigger_activate())
+    h.wait_matched(pub)
+    for k in range(50):  # the bridge's executor does not spin meanwhile: it falls 50 samples behind
+        pub.publish(_joint_states(names, target, (k + 1) * 10**7))
+    assert h.spin_until(lambda: node.fresh_commands >= 50, timeout=30.0)
+    assert node.fresh_commands == 50 and sum(node.rejections.counts.values()) == 0

@@ -87,6 +87,17 @@ def test_the_source_starts_once_the_ik_writer_matched_every_reader_of_its_output
     runner = MultiProcessRunner(pipeline, "source-ik+bridge", out_dir, offline, quiet=True)
     runner._prepare_parameters()
     assert runner._ik_output_readers() == expected
+    # offline, the IK's output and the bridge's input keep every sample (reliable, KEEP_ALL): a bridge
+    # process behind by more than 10 samples lost the oldest (22 of 60 fresh once); live, the nodes' own 10
+    depths = {
+        (e.executable, key): e.parameters.get(key)
+        for e in pipeline.nodes
+        for key in ("output_depth", "input_depth")
+        if e.executable in ("ik_node", "bridge_node")
+    }
+    keep_all = 0 if offline else None
+    assert depths[("ik_node", "output_depth")] == keep_all
+    assert depths[("bridge_node", "input_depth")] == keep_all
 
 
 def test_source_and_ik_together_with_the_bridge_apart(tmp_path):

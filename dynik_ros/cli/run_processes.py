@@ -171,9 +171,11 @@ class MultiProcessRunner(PipelineRunner):
         for entry in self.pipeline.nodes:
             if entry.executable == "bridge_node" and self.offline:
                 entry.parameters.setdefault("clock", "message")
+                entry.parameters.setdefault("input_depth", 0)  # keep all: a bridge process behind loses none
             if entry.executable == "ik_node" and self.offline:
                 entry.parameters.setdefault("max_future_stamp", 0.0)
                 entry.parameters.setdefault("link_states_reliable", True)  # no sample lost between processes
+                entry.parameters.setdefault("output_depth", 0)  # nor between the IK and a bridge process
             if entry.executable == "wearable_node":
                 entry.parameters["realtime"] = not self.offline
                 entry.parameters.setdefault("link_states_reliable", self.offline)

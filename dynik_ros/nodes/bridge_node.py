@@ -35,6 +35,7 @@ from dynik_ros.nodes.common import (
     ParamSpec,
     RejectionCounter,
     diagnostic_status,
+    reliable_qos,
 )
 from dynik_ros.nodes.conversions import (
     DUPLICATE_NAMES,
@@ -111,6 +112,14 @@ class BridgeNode(DynikLifecycleNode):
         ),
         ParamSpec("input_topic", "/dynik/joint_states", "IK joint states to forward."),
         ParamSpec(
+            "input_depth",
+            10,
+            "History depth of the input subscription (reliable); 0 keeps all (dynik-ros run --processes "
+            "offline: every IK output commanded however far behind this process falls).",
+            low=0,
+            high=100000,
+        ),
+        ParamSpec(
             "robot_state_topic", "/joint_states", "The robot's measured joint states (start of the ramp)."
         ),
         ParamSpec("diagnostics_period", 1.0, "Period of /diagnostics [s].", low=0.01, high=60.0),
@@ -173,7 +182,9 @@ class BridgeNode(DynikLifecycleNode):
         self._diag_pub = self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         self._entities = [
             # raw=True: the CDR bytes are read straight into numpy (conversions.JointStateDecoder)
-            self.create_subscription(JointState, p["input_topic"], self._on_input, RELIABLE_QOS, raw=True),
+            self.create_subscription(
+                JointState, p["input_topic"], self._on_input, reliable_qos(p["input_depth"]), raw=True
+            ),
             self.create_subscription(JointState, p["robot_state_topic"], self._on_robot_state, SENSOR_QOS),
         ]
 

@@ -47,6 +47,25 @@ RELIABLE_QOS = QoSProfile(
 )
 COMMAND_QOS = RELIABLE_QOS
 
+
+def reliable_qos(depth: int) -> QoSProfile:
+    """:data:`RELIABLE_QOS` with ``depth`` samples of history; 0 keeps them all, for an offline run whose
+    readers in other processes must get every sample however far behind they fall (a reader process
+    descheduled for more than ``depth`` samples loses the oldest with KEEP_LAST)."""
+    if depth <= 0:
+        return QoSProfile(
+            history=HistoryPolicy.KEEP_ALL,
+            reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.VOLATILE,
+        )
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+
+
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
 

@@ -44,6 +44,7 @@ from dynik_ros.nodes.common import (
     ConfigError,
     DynikLifecycleNode,
     RejectionCounter,
+    reliable_qos,
     wall_time,
 )
 from dynik_ros.nodes.conversions import (
@@ -177,10 +178,11 @@ class IKNode(
         self._evaluator = TrackingEvaluator(self.robot, self.targets)
         self._prepare_markers()
 
-        self._pub_js = self.create_lifecycle_publisher(JointState, "/dynik/joint_states", RELIABLE_QOS)
+        output_qos = reliable_qos(p["output_depth"])
+        self._pub_js = self.create_lifecycle_publisher(JointState, "/dynik/joint_states", output_qos)
         self._js_writer = JointStateWriter(self.robot.joint_names)
         self._odom_writer = OdometryWriter(p["world_frame"], self.base_frame)
-        self._pub_odom = self.create_lifecycle_publisher(Odometry, "/dynik/base_odom", RELIABLE_QOS)
+        self._pub_odom = self.create_lifecycle_publisher(Odometry, "/dynik/base_odom", output_qos)
         self._pub_diag = self.create_lifecycle_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         if p["publish_markers"]:
             self._pub_markers = self.create_lifecycle_publisher(MarkerArray, "/dynik/markers", RELIABLE_QOS)

@@ -90,6 +90,14 @@ IK_PARAMS = (
         "link_states_reliable; dynik-ros run --processes sets both offline: no sample of a replay is lost).",
     ),
     ParamSpec(
+        "output_depth",
+        10,
+        "History depth of /dynik/joint_states and /dynik/base_odom (reliable); 0 keeps all (dynik-ros run "
+        "--processes offline: a bridge in another process gets every output however far behind it falls).",
+        low=0,
+        high=100000,
+    ),
+    ParamSpec(
         "base_velocity_source",
         "suit",
         "Velocity feed-forward of the targets on the floating base (the pelvis): 'suit' (as measured), "
