@@ -487,7 +487,7 @@ class _EndWatcher:
         from diagnostic_msgs.msg import DiagnosticArray
         from sensor_msgs.msg import JointState, MultiDOFJointState
 
-        from dynik_ros.nodes.common import RELIABLE_QOS, SENSOR_QOS
+        from dynik_ros.nodes.common import RELIABLE_QOS, SENSOR_QOS, reliable_qos
 
         self.status_name = f"{wearable}: link states"
         self.finished_at: float | None = None
@@ -503,7 +503,8 @@ class _EndWatcher:
         self.ik_readers: dict[str, int] = {}  # ik_node name -> readers its output writer matched
         node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
         node.create_subscription(MultiDOFJointState, "/human/link_states", self._on_input, SENSOR_QOS)
-        node.create_subscription(JointState, "/dynik/joint_states", self._on_output, RELIABLE_QOS)
+        # every IK output counted even when this process falls behind (the bridges are waited for that many)
+        node.create_subscription(JointState, "/dynik/joint_states", self._on_output, reliable_qos(0))
 
     @staticmethod
     def _stamp(msg: Any) -> int:
