@@ -250,3 +250,42 @@ def test_no_node_module_assigns_an_attribute_rclpy_node_keeps(ros):
             ]
     assert "_services" in reserved and "_timers" in reserved  # the check looks at the right names
     assert found == []
+
+
+def test_a_transition_requested_of_a_stalled_node_process_is_done_once(private_domain, processes):
+    """A node process stalled (here SIGSTOP, on a loaded machine descheduled) while its ``activate`` is
+    requested: the client's check after 2 s (``get_state``) queues behind it, and when the process resumes
+    it answered ``get_state`` ("inactive") first, so the client resent ``activate``; the late first request
+    activated the node and the resent one was refused, and ``dynik-ros run`` stopped with "activate refused"
+    (found with a stopped bridge process). Now a refused resend with the node in the end state is done."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.executors import SingleThreadedExecutor
+
+    from dynik_ros.nodes.lifecycle_client import RESEND_S, LifecycleClient
+
+    process = processes("bridge_node", "--ros-args", "-p", "controller:=stall_ctrl")
+    assert process.wait_for("unconfigured: waiting"), process.output
+    context = Context()
+    rclpy.init(context=context, domain_id=private_domain)
+    probe = rclpy.create_node(f"stall_probe_{os.getpid()}", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(probe)
+    resume = threading.Timer(2.5 * RESEND_S, os.kill, (process.proc.pid, signal.SIGCONT))
+    try:
+        client = LifecycleClient(probe, executor, "bridge_node")
+        client.change("configure")
+        os.kill(process.proc.pid, signal.SIGSTOP)
+        resume.start()
+        client.change("activate")  # raised LifecycleError("activate refused") before
+        assert client.state() == "active"
+        client.destroy()
+    finally:
+        resume.cancel()
+        os.kill(process.proc.pid, signal.SIGCONT)
+        executor.shutdown()
+        probe.destroy_node()
+        rclpy.shutdown(context=context)
+    code = process.stop(signal.SIGINT)
+    text = process.drain()
+    assert code == 0 and "finished cleanly" in text, text

@@ -78,17 +78,23 @@ class LifecycleClient:
 
         An answer that is slow to come is told apart from a lost request by the node's state: still in
         the start state, the request is sent again; in the end state, it was done; in between (e.g.
-        *configuring*), the answer is awaited."""
+        *configuring*), the answer is awaited. A resent request that is refused while the node is in the
+        end state was a duplicate of one that arrived late (both queued in a stalled process): done."""
         request = self._types[1].Request()
         request.transition.id = TRANSITIONS[transition]
         start, goal = STATES[transition]
         deadline = time.monotonic() + timeout
         future = self._send(self._change, request, deadline, transition)
+        resent = False
         while True:
             if self._wait(future, min(deadline, time.monotonic() + RESEND_S)):
-                if not future.result().success:
-                    raise LifecycleError(f"{self.target}: {transition} refused (its log says why)")
-                return
+                if future.result().success:
+                    return
+                # a resent request is refused when the first one, only late (a process stalled on a
+                # loaded machine answered get_state first), already made the transition: done, not refused
+                if resent and self.state(max(1.0, deadline - time.monotonic())) == goal:
+                    return
+                raise LifecycleError(f"{self.target}: {transition} refused (its log says why)")
             if time.monotonic() > deadline:
                 self._change.remove_pending_request(future)
                 raise LifecycleError(f"{self.target}: no answer to {transition} after {timeout:.0f} s")
@@ -96,7 +102,8 @@ class LifecycleClient:
             if state == goal:
                 self._change.remove_pending_request(future)
                 return
-            if state == start:  # the request never arrived
+            if state == start:  # the request never arrived, or is still queued in a stalled process
                 self._change.remove_pending_request(future)
                 future = self._send(self._change, request, deadline, transition)
+                resent = True
             # else: the transition is under way, its answer is awaited
