@@ -7,6 +7,7 @@ log line, sends the signal and reads what the process printed until it exits. Ti
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -159,26 +160,38 @@ def test_ctrl_c_to_the_process_group_stops_cleanly(private_domain, processes):
     assert not [sign for sign in BAD_SIGNS + ("while stopping",) if sign in text], text
 
 
-@pytest.mark.parametrize("node", ("wearable_node", "ik_node"))
-def test_node_process_answers_standard_lifecycle_services(private_domain, processes, node):
-    """`ros2 lifecycle get/set` and launch_ros talk to <node>/get_state and <node>/change_state: a node
-    process must answer them, and a deactivation stays (wearable_node used to overwrite rclpy's service
-    list with its calibration services, so neither lifecycle nor parameter requests were ever answered)."""
+@contextlib.contextmanager
+def lifecycle_client(domain: int, node: str):
+    """A :class:`LifecycleClient` of ``node`` on a probe node in its own context on ``domain``."""
     import rclpy
     from rclpy.context import Context
     from rclpy.executors import SingleThreadedExecutor
 
     from dynik_ros.nodes.lifecycle_client import LifecycleClient
 
-    process = processes(node)
-    assert process.wait_for("unconfigured: waiting"), process.output
     context = Context()
-    rclpy.init(context=context, domain_id=private_domain)
+    rclpy.init(context=context, domain_id=domain)
     probe = rclpy.create_node(f"lifecycle_probe_{os.getpid()}", context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(probe)
     try:
         client = LifecycleClient(probe, executor, node)
+        yield client
+        client.destroy()
+    finally:
+        executor.shutdown()
+        probe.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+@pytest.mark.parametrize("node", ("wearable_node", "ik_node"))
+def test_node_process_answers_standard_lifecycle_services(private_domain, processes, node):
+    """`ros2 lifecycle get/set` and launch_ros talk to <node>/get_state and <node>/change_state: a node
+    process must answer them, and a deactivation stays (wearable_node used to overwrite rclpy's service
+    list with its calibration services, so neither lifecycle nor parameter requests were ever answered)."""
+    process = processes(node)
+    assert process.wait_for("unconfigured: waiting"), process.output
+    with lifecycle_client(private_domain, node) as client:
         assert client.state() == "unconfigured"
         client.change("configure")
         client.change("activate")
@@ -189,11 +202,6 @@ def test_node_process_answers_standard_lifecycle_services(private_domain, proces
         assert client.state() == "inactive"
         client.change("activate")
         assert client.state() == "active"
-        client.destroy()
-    finally:
-        executor.shutdown()
-        probe.destroy_node()
-        rclpy.shutdown(context=context)
     code = process.stop(signal.SIGINT)
     text = process.drain()
     assert code == 0 and "finished cleanly" in text, text
@@ -258,34 +266,21 @@ def test_a_transition_requested_of_a_stalled_node_process_is_done_once(private_d
     it answered ``get_state`` ("inactive") first, so the client resent ``activate``; the late first request
     activated the node and the resent one was refused, and ``dynik-ros run`` stopped with "activate refused"
     (found with a stopped bridge process). Now a refused resend with the node in the end state is done."""
-    import rclpy
-    from rclpy.context import Context
-    from rclpy.executors import SingleThreadedExecutor
-
-    from dynik_ros.nodes.lifecycle_client import RESEND_S, LifecycleClient
+    from dynik_ros.nodes.lifecycle_client import RESEND_S
 
     process = processes("bridge_node", "--ros-args", "-p", "controller:=stall_ctrl")
     assert process.wait_for("unconfigured: waiting"), process.output
-    context = Context()
-    rclpy.init(context=context, domain_id=private_domain)
-    probe = rclpy.create_node(f"stall_probe_{os.getpid()}", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(probe)
     resume = threading.Timer(2.5 * RESEND_S, os.kill, (process.proc.pid, signal.SIGCONT))
     try:
-        client = LifecycleClient(probe, executor, "bridge_node")
-        client.change("configure")
-        os.kill(process.proc.pid, signal.SIGSTOP)
-        resume.start()
-        client.change("activate")  # raised LifecycleError("activate refused") before
-        assert client.state() == "active"
-        client.destroy()
+        with lifecycle_client(private_domain, "bridge_node") as client:
+            client.change("configure")
+            os.kill(process.proc.pid, signal.SIGSTOP)
+            resume.start()
+            client.change("activate")  # raised LifecycleError("activate refused") before
+            assert client.state() == "active"
     finally:
         resume.cancel()
         os.kill(process.proc.pid, signal.SIGCONT)
-        executor.shutdown()
-        probe.destroy_node()
-        rclpy.shutdown(context=context)
     code = process.stop(signal.SIGINT)
     text = process.drain()
     assert code == 0 and "finished cleanly" in text, text
