@@ -140,3 +140,21 @@ def test_ik_node_fed_a_noisy_standing_stream_keeps_its_feet_held(h):
             soles.append(at + rot @ centre)
         soles = np.array(soles)
         assert float(np.linalg.norm(soles - soles[0], axis=1).max()) < 0.001, foot.frame
+
+
+def test_dynik_retarget_judges_a_noisy_30_hz_take_on_its_samples_too(tmp_path, capsys):
+    """The command line runs the same targets as ``retarget_motion`` (``Retargeter.step_measurements``): on
+    the noisy 30 Hz standing subject above, its written contacts are one per foot as well (it once fed the
+    noise estimate the interpolated IK steps too, and the feet flickered) and its trajectory is the API's."""
+    from dynik_ros.cli.retarget import main
+    from dynik_ros.io.human_motion import save_npz_motion
+
+    motion = synthetic_human_motion("tpose", 3.0, 30.0, noise=NoiseSpec(position=0.003), seed=0)
+    path = save_npz_motion(motion, tmp_path / "noisy_30hz.npz")
+    out = tmp_path / "out"
+    args = ["--npz", str(path), "--robot", "g1", "--out", str(out), "--no-bag", "--no-plots", "--quiet"]
+    assert main(args) == 0
+    written = np.load(out / "retarget.npz")
+    assert [_runs(written["contacts"][:, f]) for f in range(2)] == [1, 1]
+    api = Retargeter.from_config("g1").retarget_motion(motion, settle=1.0)
+    np.testing.assert_allclose(written["q"], api.q, atol=1e-9)

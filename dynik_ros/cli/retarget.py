@@ -371,34 +371,19 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         retargeter = Retargeter.from_config(args.robot, args.calibration)
-        if args.stance is not None:
+        contact_options = {  # the map's contact settings the command line overrides (None: the map's)
+            "stance": args.stance,
+            "anchor": args.anchor,
+            "heel_off": args.heel_off,
+            "heel_off_noise": args.heel_off_noise,
+            "reach": None if args.reach is None else args.reach == "on",
+            "toe": args.toe,
+        }
+        changes = {k: v for k, v in contact_options.items() if v is not None}
+        if changes:
             from dataclasses import replace
 
-            contact = replace(retargeter.config.contact, stance=args.stance)
-            retargeter.config = replace(retargeter.config, contact=contact)
-        if args.anchor is not None:
-            from dataclasses import replace
-
-            contact = replace(retargeter.config.contact, anchor=args.anchor)
-            retargeter.config = replace(retargeter.config, contact=contact)
-        names = ("heel_off", "heel_off_noise")
-        toe_off = {k: getattr(args, k) for k in names if getattr(args, k) is not None}
-        if toe_off:
-            from dataclasses import replace
-
-            contact = replace(retargeter.config.contact, **toe_off)
-            retargeter.config = replace(retargeter.config, contact=contact)
-            retargeter.set_calibration(retargeter.calibration)  # the feet's contact machine reads the spec
-        if args.reach is not None:
-            from dataclasses import replace
-
-            contact = replace(retargeter.config.contact, reach=args.reach == "on")
-            retargeter.config = replace(retargeter.config, contact=contact)
-            retargeter.set_calibration(retargeter.calibration)  # the feet's contact machine reads the spec
-        if args.toe is not None:
-            from dataclasses import replace
-
-            contact = replace(retargeter.config.contact, toe=args.toe)
+            contact = replace(retargeter.config.contact, **changes)
             retargeter.config = replace(retargeter.config, contact=contact)
             retargeter.set_calibration(retargeter.calibration)  # the feet's contact machine reads the spec
         if args.balance or args.balance_plan:
@@ -461,17 +446,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     from dynik_ros.core.dynamical_ik import DynamicalIKConfig
-    from dynik_ros.retarget.ik_steps import at_samples, on_ik_steps
-    from dynik_ros.retarget.retargeter import MAX_IK_STEP
+    from dynik_ros.retarget.ik_steps import at_samples
 
     ik_config = DynamicalIKConfig(integration=args.integration)
     start = time.perf_counter()
     retargeter.reset()
     try:
         # a sparse take's human links on the IK's step grid: the contact rules see every step (ik_steps.py)
-        arrays, samples = on_ik_steps(*retargeter.motion_arrays(motion), MAX_IK_STEP)
-        measurements, contacts = retargeter.compute(*arrays)
-        measurements = retargeter.balanced(arrays[0], measurements, contacts)
+        times, measurements, contacts, samples = retargeter.step_measurements(motion)
         ik = retargeter.make_ik(ik_config)
         if args.gain is not None:
             ik.set_gains(args.gain, args.gain)
@@ -480,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     progress = ProgressBar(f"retarget {retargeter.config.name}", enabled=not args.quiet)
     result = retargeter.run(
-        arrays[0], measurements, ik=ik, settle=args.settle, progress=progress, contacts=contacts
+        times, measurements, ik=ik, settle=args.settle, progress=progress, contacts=contacts
     )
     result = at_samples(result, samples, retargeter.contact)
     elapsed = time.perf_counter() - start

@@ -313,6 +313,7 @@ class Retargeter:
         angular_velocities: np.ndarray | None = None,
         robot_q: np.ndarray | None = None,
         replay: bool = True,
+        samples: np.ndarray | None = None,
     ) -> tuple[list[Measurements], np.ndarray]:
         """Targets for ``N`` samples of the human links in the order of :attr:`links`.
 
@@ -323,7 +324,8 @@ class Retargeter:
 
         With ``contact.anchor: robot`` a held foot is moved onto the robot's own sole when its contact
         turns flat (:mod:`.robot_anchor`): at ``robot_q`` (the IK's configuration now: one sample at a time,
-        online), else, with ``replay``, in :meth:`run` of these targets (:attr:`robot_anchor`).
+        online), else, with ``replay``, in :meth:`run` of these targets (:attr:`robot_anchor`). ``samples``:
+        the measured rows, the others being IK steps between them (:mod:`.ik_steps`; ``None``: all rows).
         """
         p = np.asarray(positions, dtype=float)
         r = np.asarray(rotations, dtype=float)
@@ -358,12 +360,15 @@ class Retargeter:
         target_positions, target_velocities = self.scaling.targets(p, r, v, w)
         foot_rotations = r[:, self._foot_links] @ self._foot_offsets
         foot_omegas = w[:, self._foot_links].copy()
-        hips = self.scaling.limb_roots(p, r)[:, self._foot_rows] if len(self._foot_rows) else None
+        hips = None  # the robot hip targets of the feet's legs, read by contact.reach only
+        if self.config.contact.reach and len(self._foot_rows):
+            hips = self.scaling.limb_roots(p, r)[:, self._foot_rows]
         self.robot_anchor = None
+        robot_sole = None
         robot_anchor = self.config.contact.anchor == "robot" and len(self.config.feet) > 0
         if robot_anchor and robot_q is not None:
             frames = [f.frame for f in self.config.feet]
-            self.contact.robot_sole = robot_sole_reader(self.robot, frames, np.array(robot_q, dtype=float))
+            robot_sole = robot_sole_reader(self.robot, frames, np.array(robot_q, dtype=float))
         elif robot_anchor and replay:
             self.robot_anchor = RobotAnchoredFeet(
                 self.contact,
@@ -377,20 +382,20 @@ class Retargeter:
                 self._foot_ori_rows,
                 self._foot_ori_feet,
                 hips,
+                samples,
             )
-        try:
-            flags = self.contact.apply(
-                np.asarray(times, dtype=float),
-                p,
-                v if measured else None,
-                target_positions,
-                target_velocities,
-                foot_rotations,
-                foot_omegas,
-                hips,
-            )
-        finally:
-            self.contact.robot_sole = None
+        flags = self.contact.apply(
+            np.asarray(times, dtype=float),
+            p,
+            v if measured else None,
+            target_positions,
+            target_velocities,
+            foot_rotations,
+            foot_omegas,
+            hips,
+            robot_sole,
+            samples,
+        )
         if self.contact.leg_turn is not None and self.contact.leg_turn.any():  # contact.reach moved a foot
             turn_legs(target_rotations, self._leg_rows, self.contact.leg_turn, self.contact.leg_heading)
         # the feet's orientation targets as the contact left them (level in contact, blended in and out)
@@ -460,6 +465,18 @@ class Retargeter:
     def motion_measurements(self, motion) -> tuple[list[Measurements], np.ndarray]:
         """:meth:`compute` for a whole motion (see :meth:`motion_arrays`)."""
         return self.compute(*self.motion_arrays(motion))
+
+    def step_measurements(
+        self, motion
+    ) -> tuple[np.ndarray, list[Measurements], np.ndarray, np.ndarray | None]:
+        """The targets of every IK step of a whole motion, for :meth:`run`: a sparse take's human links are
+        interpolated onto the IK's step grid first (:mod:`.ik_steps`), so the contact rules see each step
+        (the toe-off noise estimate reads the samples only, :mod:`.heel_noise`), and the balance plan is
+        added (:meth:`balanced`). Returns the step times, their measurements, contact states and the
+        samples' indices among the steps (``None``: every step is a sample; :func:`.ik_steps.at_samples`)."""
+        arrays, index = on_ik_steps(*self.motion_arrays(motion), MAX_IK_STEP)
+        measurements, contacts = self.compute(*arrays, samples=index)
+        return arrays[0], self.balanced(arrays[0], measurements, contacts), contacts, index
 
     # ------------------------------------------------------------------ running
     def settle(
@@ -576,17 +593,10 @@ class Retargeter:
     def retarget_motion(
         self, motion, settle: float = 0.0, evaluate: bool = True, progress=None
     ) -> RetargetResult:
-        """:meth:`reset`, the targets of every IK step (:mod:`.ik_steps`: a sparse take's human links are
-        interpolated first, so the contact rules see each step), :meth:`run`, the result at the samples."""
+        """:meth:`reset`, :meth:`step_measurements`, :meth:`run`, the result at the samples."""
         self.reset()
-        arrays, index = on_ik_steps(*self.motion_arrays(motion), MAX_IK_STEP)
-        self.contact.samples = index  # the toe-off noise estimate reads the samples only (heel_noise.py)
-        try:
-            measurements, contacts = self.compute(*arrays)
-        finally:
-            self.contact.samples = None
-        measurements = self.balanced(arrays[0], measurements, contacts)
+        times, measurements, contacts, index = self.step_measurements(motion)
         result = self.run(
-            arrays[0], measurements, settle=settle, evaluate=evaluate, progress=progress, contacts=contacts
+            times, measurements, settle=settle, evaluate=evaluate, progress=progress, contacts=contacts
         )
         return at_samples(result, index, self.contact)

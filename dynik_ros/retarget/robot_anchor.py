@@ -59,11 +59,12 @@ class RobotAnchoredFeet:
         orientation_rows: np.ndarray,
         orientation_feet: np.ndarray,
         hips: np.ndarray | None = None,
+        samples: np.ndarray | None = None,
     ):
         self._initial = deepcopy(contact)
         self.contact = deepcopy(contact)
         self.times = np.array(times, dtype=float)
-        self.human = contact.prepare(self.times, p, v, hips)
+        self.human = contact.prepare(self.times, p, v, hips, samples)
         self.rows = list(contact.rows)
         self.positions = positions[:, self.rows].copy()  # (N, n_feet, 3) before any hold
         self.velocities = velocities[:, self.rows].copy()
@@ -90,15 +91,12 @@ class RobotAnchoredFeet:
         rows from the contact rules run with the robot's soles at ``q`` (a new object when they differ)."""
         position, velocity = self.positions[k].copy(), self.velocities[k].copy()
         rotation, omega = self.rotations[k].copy(), self.omegas[k].copy()
-        self.contact.robot_sole = robot_sole_reader(robot, frames, q)
-        try:
-            for f in range(len(self.rows)):
-                self.contact.advance(
-                    f, k, self.human, position[f], velocity[f], rotation, omega,
-                    self.flags[k], self.flat[k], self.on_toe[k],
-                )  # fmt: skip
-        finally:
-            self.contact.robot_sole = None
+        robot_sole = robot_sole_reader(robot, frames, q)
+        for f in range(len(self.rows)):
+            self.contact.advance(
+                f, k, self.human, position[f], velocity[f], rotation, omega,
+                self.flags[k], self.flat[k], self.on_toe[k], robot_sole,
+            )  # fmt: skip
         ori_rows, ori_feet = self.orientation_rows, self.orientation_feet
         if np.array_equal(m.positions[self.rows], position) and np.array_equal(
             m.rotations[ori_rows], rotation[ori_feet]

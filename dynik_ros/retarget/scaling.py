@@ -54,7 +54,7 @@ lowest point (the toe) is then the anchor and stays where it is. Samples in cont
 :attr:`toe`, not :attr:`flat`: a robot on its toes is not standing on a level sole (the figures count them
 apart, :mod:`.foot_figures`).
 
-Anchored on the robot (``contact.anchor: robot``; :attr:`FootContact.robot_sole` set by whoever runs the IK):
+Anchored on the robot (``contact.anchor: robot``; a ``robot_sole`` reader given by whoever runs the IK):
 once per contact, at the sample it turns flat, the held point moves to where the robot's own sole point is
 (horizontally, on the ground) and the level sole takes the robot sole's heading (:mod:`.robot_anchor`).
 
@@ -177,13 +177,9 @@ RobotSole = Callable[[int], tuple[np.ndarray, np.ndarray]]
 class FootContact:
     """Contact state machine of the feet and the ground constraint on their position targets.
 
-    :attr:`robot_sole` (``None``: the human-derived anchor) is set by whoever runs the IK with
-    ``contact.anchor: robot`` (:mod:`dynik_ros.retarget.robot_anchor`, ``Retargeter.measurements``)."""
-
-    robot_sole: RobotSole | None = None
-    # the rows of the next :meth:`apply` that are measured samples (``None``: all); the others are IK steps
-    # interpolated between them (retarget/ik_steps.py), which the toe-off noise estimate skips
-    samples: np.ndarray | None = None
+    With ``contact.anchor: robot`` whoever runs the IK passes a ``robot_sole`` reader to :meth:`apply` /
+    :meth:`advance` (:mod:`dynik_ros.retarget.robot_anchor`, ``Retargeter.measurements``); without it the
+    hold is the human-derived anchor."""
 
     def __init__(
         self,
@@ -274,10 +270,17 @@ class FootContact:
         return k * self.heel_noise[f].std() if k > 0.0 else 0.0
 
     def prepare(
-        self, times: np.ndarray, p: np.ndarray, v: np.ndarray | None, hips: np.ndarray | None = None
+        self,
+        times: np.ndarray,
+        p: np.ndarray,
+        v: np.ndarray | None,
+        hips: np.ndarray | None = None,
+        samples: np.ndarray | None = None,
     ) -> HumanFeet:
         """What the contact rules read of the human feet for samples ``times`` (:meth:`advance`);
-        ``hips`` ``(N, n_feet, 3)``: the robot hip targets of the feet's legs (``contact.reach``)."""
+        ``hips`` ``(N, n_feet, 3)``: the robot hip targets of the feet's legs (``contact.reach``);
+        ``samples``: the rows that are measured samples (``None``: all), the others being IK steps
+        interpolated between them (:mod:`.ik_steps`), which the toe-off noise estimate skips."""
         heights = self.human_sole_heights(p)
         # heel (foot link) and toe (toe link) above standing (heel_off; a foot without toe link never lets go)
         standing = self.human_ground + np.concatenate(self.clearance)
@@ -286,9 +289,9 @@ class FootContact:
         last = first + np.array([len(g) - 1 for g in self.sensor_links])
         speeds = self.human_speeds(v) if v is not None else np.zeros_like(heights)
         measured = np.ones(len(heights), dtype=bool)
-        if self.samples is not None:
+        if samples is not None:
             measured[:] = False
-            measured[self.samples] = True
+            measured[samples] = True
         return HumanFeet(
             times=np.asarray(times, dtype=float).tolist(),
             heights=heights.tolist(),
@@ -310,6 +313,8 @@ class FootContact:
         foot_rotations: np.ndarray,
         foot_omegas: np.ndarray,
         hips: np.ndarray | None = None,
+        robot_sole: RobotSole | None = None,
+        samples: np.ndarray | None = None,
     ) -> np.ndarray:
         """Hold / clamp the feet rows of ``positions`` and ``velocities`` ``(N, n_p, 3)`` in place.
 
@@ -319,6 +324,7 @@ class FootContact:
         point becomes the anchor where it is, so the frame follows the rolling without sliding. Returns
         ``(N, n_feet)``: the index of the sole point in contact, -1 when not in contact; :attr:`flat` the
         samples in contact for ``blend_time`` at least (the sole level: ``stance: hard`` imposes them).
+        ``robot_sole`` and ``samples``: :meth:`advance`, :meth:`prepare`.
         """
         n = positions.shape[0]
         flags = np.full((n, len(self.feet)), -1, dtype=int)
@@ -328,7 +334,7 @@ class FootContact:
         self.leg_heading = np.zeros((n, len(self.feet)))
         if not self.feet:
             return flags
-        human = self.prepare(times, p, v, hips)
+        human = self.prepare(times, p, v, hips, samples)
         for f, row in enumerate(self.rows):
             for k in range(n):
                 self.advance(
@@ -342,6 +348,7 @@ class FootContact:
                     flags[k],
                     self.flat[k],
                     self.toe[k],
+                    robot_sole,
                 )
         return flags
 
@@ -357,12 +364,14 @@ class FootContact:
         flags: np.ndarray,
         flat: np.ndarray,
         on_toe: np.ndarray,
+        robot_sole: RobotSole | None = None,
     ) -> None:
         """Foot ``f`` at sample ``k`` of ``human``: its position target ``target`` and velocity ``rate``
         (3,), and ``rotations[f]`` / ``omegas[f]`` (the feet's orientation targets of this sample), are
         changed in place; ``flags[f]``, ``flat[f]``, ``on_toe[f]`` set (:meth:`apply`). Samples of one foot
-        must come in order; feet are independent. With :attr:`robot_sole` set, the hold is anchored where
-        the robot's sole is once the contact is flat (module docstring, ``contact.anchor: robot``)."""
+        must come in order; feet are independent. With ``robot_sole`` (``f -> (position, rotation)`` of the
+        robot's foot frame now) the hold is anchored where the robot's sole is once the contact is flat
+        (module docstring, ``contact.anchor: robot``)."""
         spec = self.spec
         tau = max(spec.release_time, 1e-9)
         heel_off = spec.heel_off if spec.toe == "flat" else 0.0
@@ -431,14 +440,14 @@ class FootContact:
             self.release_delta[f] = None
         robot = None  # the robot's sole, read once per contact as it turns flat (contact.anchor: robot)
         if (
-            self.robot_sole is not None
+            robot_sole is not None
             and spec.hold
             and self.in_contact[f]
             and not self.anchored[f]
             and t - self.contact_at[f] >= spec.blend_time - 1e-9
         ):
             self.anchored[f] = True
-            robot = self.robot_sole(f)
+            robot = robot_sole(f)
             heading = robot[1][:, 0]
             turn_yaw = math.atan2(heading[1], heading[0])
             turned = _wrap(turn_yaw - self.landing_yaw[f])
