@@ -95,3 +95,24 @@ def test_a_straddle_beyond_the_ankle_roll_is_held_nearer_the_hips_on_level_soles
         assert (sign * lean).max() <= 15.0
         old_tilt, old_lean = results[False][f]
         assert old_tilt.min() >= 4.5 and (sign * old_lean).min() >= 19.0
+
+
+def test_every_contact_setting_survives_a_saved_map(tmp_path):
+    """A map saved and loaded again keeps every contact setting, each set away from its default here
+    (``contact.reach`` was once left out of the saved map: a user's saved ``reach: true`` came back off)."""
+    from dynik_ros.retarget.config import load_retarget_config, save_retarget_config
+    from dynik_ros.retarget.config_types import ContactSpec
+
+    rt = Retargeter.from_config("g1")
+    changed = {}
+    for f in dataclasses.fields(ContactSpec):
+        value = getattr(rt.config.contact, f.name)
+        if isinstance(value, bool):
+            changed[f.name] = not value
+        elif isinstance(value, float):
+            changed[f.name] = value + 0.5  # keeps height_off >= height_on and speed_off >= speed_on
+    changed.update(toe="pitch", stance="hard", anchor="robot")
+    config = dataclasses.replace(rt.config, contact=dataclasses.replace(rt.config.contact, **changed))
+    assert set(changed) == {f.name for f in dataclasses.fields(ContactSpec)}
+    loaded = load_retarget_config(save_retarget_config(config, tmp_path / "g1_saved.yaml"))
+    assert loaded.contact == config.contact

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -262,25 +262,8 @@ class RetargetConfig:
                 for f in self.feet
             }
         c = self.contact
-        out["contact"] = {
-            "enabled": c.enabled,
-            "height_on": c.height_on,
-            "height_off": c.height_off,
-            "speed_on": c.speed_on,
-            "speed_off": c.speed_off,
-            "release_time": c.release_time,
-            "hold": c.hold,
-            "flatten": c.flatten,
-            "blend_time": c.blend_time,
-            "drift_off": c.drift_off,
-            "pivot_off": c.pivot_off,
-            "heel_off": c.heel_off,
-            "heel_off_noise": c.heel_off_noise,
-            "toe": c.toe,
-            "toe_angle": c.toe_angle,
-            "stance": c.stance,
-            "anchor": c.anchor,
-        }
+        # every field, so a setting added to ContactSpec is saved too (contact.reach once was not)
+        out["contact"] = {f.name: getattr(c, f.name) for f in fields(c)}
         limits: dict[str, Any] = {}
         if self.position_limits:
             limits["position_deg"] = {k: _deg_list(v) for k, v in self.position_limits.items()}
