@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dynik_ros.core.com_objective import convex_hull, halfplanes
+
 GRAVITY = 9.81
 
 
@@ -132,28 +134,6 @@ class StabilizerLog:
     load: np.ndarray = field(default_factory=lambda: np.zeros(2))
 
 
-def convex_hull(points: np.ndarray) -> np.ndarray:
-    """Counter-clockwise convex hull of 2-D points (monotone chain)."""
-    pts = sorted({(float(x), float(y)) for x, y in np.asarray(points)[:, :2]})
-    if len(pts) < 3:
-        return np.array(pts)
-
-    def cross(o, a, b):
-        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
-
-    lower: list = []
-    for p in pts:
-        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
-            lower.pop()
-        lower.append(p)
-    upper: list = []
-    for p in reversed(pts):
-        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
-            upper.pop()
-        upper.append(p)
-    return np.array(lower[:-1] + upper[:-1])
-
-
 def closest_in_polygon(point: np.ndarray, polygon: np.ndarray, margin: float = 0.0) -> np.ndarray:
     """The point of the convex polygon (counter-clockwise, shrunk by ``margin``) nearest to ``point``;
     the polygon's centroid when the shrunk polygon is empty."""
@@ -161,10 +141,7 @@ def closest_in_polygon(point: np.ndarray, polygon: np.ndarray, margin: float = 0
     polygon = np.asarray(polygon, dtype=float)
     if len(polygon) < 3:
         return polygon.mean(axis=0) if len(polygon) else point
-    edges = np.roll(polygon, -1, axis=0) - polygon
-    normals = np.stack([edges[:, 1], -edges[:, 0]], axis=1)  # outward for counter-clockwise
-    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
-    offsets = np.einsum("ij,ij->i", normals, polygon) - margin
+    normals, offsets = halfplanes(polygon, margin)
     centroid = polygon.mean(axis=0)
     if np.any(normals @ centroid > offsets):
         return centroid
