@@ -42,8 +42,8 @@ def _run(path: Path, robot: str, extra: list[str]):
     seen: dict = {}
     original = Retargeter.compute
 
-    def spy(self, times, positions, rotations, lin=None, ang=None):
-        out = original(self, times, positions, rotations, lin, ang)
+    def spy(self, times, positions, rotations, lin=None, ang=None, **options):
+        out = original(self, times, positions, rotations, lin, ang, **options)
         a = self.alignment.rotation
         shift = np.zeros(3)
         shift[:2] = self.alignment.human_origin
