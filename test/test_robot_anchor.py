@@ -141,8 +141,40 @@ def test_one_sample_at_a_time_with_the_robot_configuration_holds_the_foot_as_off
             assert len(rt.contact.reanchors) >= 1
             assert max(shift for foot, _, shift, _ in rt.contact.reanchors if foot == 0) > 0.008
         else:
-            assert rt.contact.reanchors == []
+            assert len(rt.contact.reanchors) == 0
     assert slides["robot"] < 0.004 < 0.008 < slides["human"], slides
+
+
+def test_a_stream_remembers_the_last_moved_holds_and_an_offline_take_every_one(monkeypatch):
+    """``ik_node``'s retargeter lives as long as the stream: with ``anchor: robot`` it logged every moved
+    hold (one per contact: +20 per 11 s of walking, ~1 MB an hour, deep-copied at every re-base), unbounded.
+    Now a stream keeps the last ``RECENT_REANCHORS``; ``run`` (a whole take, ``RetargetResult.anchor_shifts``)
+    still every one."""
+    from dynik_ros.core.robot_model import RobotModel
+    from dynik_ros.models.assets import urdf_path
+    from dynik_ros.motion.synthetic import synthesize
+    from dynik_ros.retarget import scaling
+
+    rt = _slow_g1("robot")
+    rate, laps = 30.0, 7
+    walk = synthesize(RobotModel.from_urdf_file(urdf_path("human66")), "walking", 11.0, rate, links=rt.links)
+    q = rt.initial_configuration()  # the contact rule only reads the robot's soles at q
+    rt.reset()
+    landings, previous, k = 0, np.zeros(2, dtype=bool), 0
+    for _ in range(laps):  # 77 s of walking, the clock running on (a lap's seam is a re-base in ik_node)
+        for i in range(len(walk.times)):
+            poses = {link: (walk.positions[i, j], walk.rotations[i, j]) for j, link in enumerate(walk.links)}
+            rt.measurements(poses, time=k / rate, robot_q=q)
+            now = rt.last_contacts >= 0
+            landings += int(np.sum(now & ~previous))
+            previous, k = now, k + 1
+    assert landings > scaling.RECENT_REANCHORS + 20, landings
+    assert len(rt.contact.reanchors) == scaling.RECENT_REANCHORS
+    assert rt.contact.reanchors[-1][1] > (k - 1) / rate - 1.2  # the newest are the ones kept
+
+    monkeypatch.setattr(scaling.FootContact, "reanchor_log", 1)  # a stream that keeps only the last one
+    _, _, _, _, result = _offline("robot")
+    assert len(result.anchor_shifts) >= 2  # the take's every contact, both feet
 
 
 def test_the_map_names_a_bad_anchor_and_writes_a_good_one():

@@ -62,6 +62,7 @@ class RobotAnchoredFeet:
         samples: np.ndarray | None = None,
     ):
         self._initial = deepcopy(contact)
+        self._initial.keep_every_reanchor()  # RetargetResult.anchor_shifts: every contact of the take
         self.contact = deepcopy(contact)
         self.times = np.array(times, dtype=float)
         self.human = contact.prepare(self.times, p, v, hips, samples)

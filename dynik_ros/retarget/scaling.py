@@ -66,6 +66,7 @@ allows is held nearer the hip, the shift blended in over ``blend_time`` (:mod:`.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -77,6 +78,8 @@ from dynik_ros.retarget.calibration import Calibration
 from dynik_ros.retarget.config import ContactSpec, FootSpec, TargetSpec
 from dynik_ros.retarget.heel_noise import HeelToeNoise
 from dynik_ros.retarget.leg_reach import reach_shift
+
+RECENT_REANCHORS = 100  # moved holds a streaming contact machine remembers (anchor: robot; ik_node)
 
 
 def toe_pitch(theta: float, full: float) -> tuple[float, float]:
@@ -181,6 +184,9 @@ class FootContact:
     :meth:`advance` (:mod:`dynik_ros.retarget.robot_anchor`, ``Retargeter.measurements``); without it the
     hold is the human-derived anchor."""
 
+    # how many of the last holds moved onto the robot's sole :attr:`reanchors` keeps (None: all)
+    reanchor_log: int | None = RECENT_REANCHORS
+
     def __init__(
         self,
         feet: Sequence[FootSpec],
@@ -206,6 +212,12 @@ class FootContact:
         self.lean_bounds: list[tuple[float, float] | None] = [None] * len(self.feet)
         self.reset()
 
+    def keep_every_reanchor(self) -> None:
+        """:attr:`reanchors` keeps every moved hold from now on (one take replayed offline), not the last
+        :data:`RECENT_REANCHORS` (a stream, which would grow by one per step for as long as it runs)."""
+        self.reanchor_log = None
+        self.reanchors = deque(self.reanchors)
+
     def reset(self) -> None:
         n = len(self.feet)
         self.in_contact = [False] * n
@@ -226,7 +238,9 @@ class FootContact:
         self.heel_lifted = [False] * n  # released by heel_off: no new contact yet (heel_off)
         self.heel_noise = [HeelToeNoise() for _ in range(n)]  # heel-over-toe noise (heel_off_noise)
         self.anchored = [False] * n  # this contact's hold was moved onto the robot's sole (anchor: robot)
-        self.reanchors: list[tuple[int, float, float, float]] = []  # (foot, time, shift m, turn rad)
+        # (foot, time, shift m, turn rad) per hold moved onto the robot's sole (anchor: robot); a stream
+        # (ik_node) keeps the last RECENT_REANCHORS, an offline replay every one (keep_every_reanchor)
+        self.reanchors: deque[tuple[int, float, float, float]] = deque(maxlen=self.reanchor_log)
         self.reach = [np.zeros(3) for _ in range(n)]  # this contact's shift into the leg's reach (reach)
         self.reach_turn = [0.0] * n  # the leg's lean change of that shift (rad, about the heading)
         self.turn_at_release = [0.0] * n  # the lean change when the contact ended (fades with the hold)
