@@ -254,6 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
         "the hip (on) or where it landed (off: the maps' default) (retarget/leg_reach.py)",
     )
     parser.add_argument(
+        "--pelvis-reach",
+        choices=("on", "off"),
+        help="feet held in contact whose legs lean past their ankle roll's reach: the pelvis target moves up "
+        "and across until they do not (on) or stays the human's (off: the maps' default) "
+        "(retarget/pelvis_reach.py)",
+    )
+    parser.add_argument(
         "--toe",
         choices=("pitch", "flat"),
         help="a contact with the human heel up: the sole kept level, the ankle taking the pitch up (the "
@@ -377,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             "heel_off": args.heel_off,
             "heel_off_noise": args.heel_off_noise,
             "reach": None if args.reach is None else args.reach == "on",
+            "pelvis_reach": None if args.pelvis_reach is None else args.pelvis_reach == "on",
             "toe": args.toe,
         }
         changes = {k: v for k, v in contact_options.items() if v is not None}

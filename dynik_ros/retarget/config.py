@@ -395,6 +395,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "stance",
             "anchor",
             "reach",
+            "pelvis_reach",
         ),
     )
     contact = ContactSpec(
@@ -418,6 +419,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         stance=str(c.get("stance", "weighted")),
         anchor=str(c.get("anchor", "human")),
         reach=r.boolean(c.get("reach", ContactSpec.reach), "contact.reach"),
+        pelvis_reach=r.boolean(c.get("pelvis_reach", ContactSpec.pelvis_reach), "contact.pelvis_reach"),
     )
     if contact.toe not in TOE_MODES:
         raise r.error("contact.toe", f"expected one of {TOE_MODES}, got '{contact.toe}'")

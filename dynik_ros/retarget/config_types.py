@@ -105,7 +105,11 @@ class ContactSpec:
 
     ``reach`` (opt-in): a foot landing farther beside its hip than the ankle roll's limits let a level sole
     stand is held nearer the hip, across its heading, until they do, and the leg's thigh and shank targets
-    lean with it (:mod:`dynik_ros.retarget.leg_reach`)."""
+    lean with it (:mod:`dynik_ros.retarget.leg_reach`).
+
+    ``pelvis_reach`` (opt-in): while feet are held in contact, the pelvis position target moves (up, across)
+    just enough that each of their legs leans no farther than its ankle roll lets a level sole stand, rate
+    limited, causal (:mod:`dynik_ros.retarget.pelvis_reach`)."""
 
     enabled: bool = True
     height_on: float = 0.03
@@ -125,6 +129,7 @@ class ContactSpec:
     stance: str = "weighted"
     anchor: str = "human"
     reach: bool = False
+    pelvis_reach: bool = False
 
 
 @dataclass(frozen=True)

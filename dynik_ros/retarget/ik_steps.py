@@ -23,6 +23,7 @@ from dataclasses import fields, replace
 import numpy as np
 
 from dynik_ros.core.so3 import exp_so3, orientation_log_residual_world
+from dynik_ros.core.targets import Measurements
 
 
 def step_grid(times: np.ndarray, max_step: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -94,3 +95,22 @@ def at_samples(result, index: np.ndarray | None, contact=None):
         if isinstance(flags, np.ndarray) and flags.shape[:1] == (n,):
             setattr(contact, name, flags[index])
     return replace(result, **cut)
+
+
+def between(a: Measurements, b: Measurements, f: float) -> Measurements:
+    """Targets a fraction ``f`` of the way from sample ``a`` to sample ``b``: positions and velocities
+    linearly, rotations along the geodesic ``R_a exp(f log(R_a^T R_b)) = exp(f log(R_b R_a^T)) R_a``
+    (all links at once with the solver's own SO(3) maps); the rest (CoM, supports) is ``b``'s."""
+
+    def lerp(x: np.ndarray | None, y: np.ndarray | None) -> np.ndarray | None:
+        return None if x is None or y is None else x + f * (y - x)
+
+    ra = np.asarray(a.rotations, dtype=float)
+    rotations = exp_so3(f * orientation_log_residual_world(ra, b.rotations)) @ ra
+    return replace(
+        b,
+        positions=lerp(a.positions, b.positions),
+        rotations=rotations.reshape(np.shape(b.rotations)),
+        linear_velocities=lerp(a.linear_velocities, b.linear_velocities),
+        angular_velocities=lerp(a.angular_velocities, b.angular_velocities),
+    )

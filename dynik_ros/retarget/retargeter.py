@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
-from dynik_ros.core.so3 import exp_so3, orientation_log_residual_world
 from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measurements, TargetSet
 from dynik_ros.retarget.calibration import Calibration, calibrate, check_calibration, yaw_alignment
 from dynik_ros.retarget.hinge_alignment import HingeAlignment, find_hinge
-from dynik_ros.retarget.ik_steps import at_samples, on_ik_steps
+from dynik_ros.retarget.ik_steps import at_samples, between, on_ik_steps
 from dynik_ros.retarget.leg_reach import ankle_roll_lean, leg_orientation_rows, turn_legs
+from dynik_ros.retarget.pelvis_reach import PelvisReach
 from dynik_ros.retarget.registry import RobotSpec, load_robot
 from dynik_ros.retarget.robot_anchor import RobotAnchoredFeet, robot_sole_reader
 from dynik_ros.retarget.scaling import FootContact, PositionScaling
@@ -50,25 +50,6 @@ ROBOT_INTEGRATION = "trapezoidal"
 # Longest IK step of :meth:`Retargeter.run` (s): the closed loop (gains K = 10 /s) drifts at 15 Hz and
 # breaks at 10 Hz (a 30 Hz capture played 3x slower), so sparser samples are reached in smaller steps.
 MAX_IK_STEP = 0.02
-
-
-def between(a: Measurements, b: Measurements, f: float) -> Measurements:
-    """Targets a fraction ``f`` of the way from sample ``a`` to sample ``b``: positions and velocities
-    linearly, rotations along the geodesic ``R_a exp(f log(R_a^T R_b)) = exp(f log(R_b R_a^T)) R_a``
-    (all links at once with the solver's own SO(3) maps); the rest (CoM, supports) is ``b``'s."""
-
-    def lerp(x: np.ndarray | None, y: np.ndarray | None) -> np.ndarray | None:
-        return None if x is None or y is None else x + f * (y - x)
-
-    ra = np.asarray(a.rotations, dtype=float)
-    rotations = exp_so3(f * orientation_log_residual_world(ra, b.rotations)) @ ra
-    return replace(
-        b,
-        positions=lerp(a.positions, b.positions),
-        rotations=rotations.reshape(np.shape(b.rotations)),
-        linear_velocities=lerp(a.linear_velocities, b.linear_velocities),
-        angular_velocities=lerp(a.angular_velocities, b.angular_velocities),
-    )
 
 
 @dataclass
@@ -192,6 +173,10 @@ class Retargeter:
         self.contact.lean_bounds = [ankle_roll_lean(self.robot, calibration_q, f.frame) for f in config.feet]
         self._foot_rows = np.array([pos_rows[f.frame] for f in config.feet], dtype=int)
         self._leg_rows = [leg_orientation_rows(self.robot, config, f.frame, ori_rows) for f in config.feet]
+        self._pelvis_row = pos_rows.get(config.root.frame)
+        self.pelvis_reach = PelvisReach.for_map(
+            self.robot, config, calibration_q, self.contact.lean_bounds, self._leg_rows, list(ori_rows)
+        )
         self.last_contacts = np.full(len(config.feet), -1)  # of the last measurements() call
         self.reset()
 
@@ -235,12 +220,15 @@ class Retargeter:
         self.alignment: Alignment | None = None
         self._align_to = self._q0 if robot_configuration is None else np.asarray(robot_configuration, float)
         self.contact.reset()
+        if self.pelvis_reach is not None:
+            self.pelvis_reach.reset()
         self._clock = 0.0
 
     def save_state(self) -> dict:
         """A copy of what the retargeter carries from sample to sample (world alignment, contact states,
         clock); :meth:`restore_state` returns to it."""
-        return deepcopy({k: getattr(self, k) for k in ("alignment", "_align_to", "contact", "_clock")})
+        names = ("alignment", "_align_to", "contact", "pelvis_reach", "_clock")
+        return deepcopy({k: getattr(self, k) for k in names})
 
     def restore_state(self, state: dict) -> None:
         for name, value in deepcopy(state).items():
@@ -360,9 +348,10 @@ class Retargeter:
         target_positions, target_velocities = self.scaling.targets(p, r, v, w)
         foot_rotations = r[:, self._foot_links] @ self._foot_offsets
         foot_omegas = w[:, self._foot_links].copy()
-        hips = None  # the robot hip targets of the feet's legs, read by contact.reach only
-        if self.config.contact.reach and len(self._foot_rows):
+        hips = None  # the robot hip targets of the feet's legs, read by contact.reach and pelvis_reach only
+        if (self.config.contact.reach or self.pelvis_reach is not None) and len(self._foot_rows):
             hips = self.scaling.limb_roots(p, r)[:, self._foot_rows]
+        reach_hips = hips if self.config.contact.reach else None
         self.robot_anchor = None
         robot_sole = None
         robot_anchor = self.config.contact.anchor == "robot" and len(self.config.feet) > 0
@@ -381,7 +370,7 @@ class Retargeter:
                 foot_omegas,
                 self._foot_ori_rows,
                 self._foot_ori_feet,
-                hips,
+                reach_hips,
                 samples,
             )
         flags = self.contact.apply(
@@ -392,12 +381,17 @@ class Retargeter:
             target_velocities,
             foot_rotations,
             foot_omegas,
-            hips,
+            reach_hips,
             robot_sole,
             samples,
         )
         if self.contact.leg_turn is not None and self.contact.leg_turn.any():  # contact.reach moved a foot
             turn_legs(target_rotations, self._leg_rows, self.contact.leg_turn, self.contact.leg_heading)
+        if self.pelvis_reach is not None and hips is not None and self._pelvis_row is not None:
+            rows, held = (self._pelvis_row, list(self._foot_rows)), (flags >= 0) & self.config.contact.hold
+            self.pelvis_reach.apply(
+                times, target_positions, target_velocities, rows, hips, held, foot_rotations, target_rotations
+            )
         # the feet's orientation targets as the contact left them (level in contact, blended in and out)
         target_rotations[:, self._foot_ori_rows] = foot_rotations[:, self._foot_ori_feet]
         target_omegas[:, self._foot_ori_rows] = foot_omegas[:, self._foot_ori_feet]
