@@ -75,15 +75,17 @@ def test_stance_flags_are_the_same_sample_by_sample_as_for_a_whole_take():
     assert not expected[first, 0]  # touch-down: still blending
 
 
-def _stand_against_the_legs(stance: str):
+def _stand_against_the_legs(stance: str, floor_rows: bool | None = None):
     """G1 standing (T-pose), both feet flat in contact, while the knee and hip-yaw links' orientation
     targets turn 0.5 rad about x and the pelvis target moves 12 cm sideways and 8 cm down in 1 s: targets
     that pull the standing feet. Returns, per foot, its largest displacement (m) and tilt (deg) after 0.5 s,
-    by forward kinematics of the written trajectory."""
+    by forward kinematics of the written trajectory. ``floor_rows``: the map's (``None``) or this."""
     from dynik_ros.cli.retarget import synthetic_motion
 
     rt = Retargeter.from_config("g1")
     contact = dataclasses.replace(rt.config.contact, stance=stance)
+    if floor_rows is not None:
+        contact = dataclasses.replace(contact, floor_rows=floor_rows)
     rt.config = dataclasses.replace(rt.config, contact=contact)
     rt.contact.spec = contact
     rt.reset()

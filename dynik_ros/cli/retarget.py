@@ -261,6 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(retarget/pelvis_reach.py)",
     )
     parser.add_argument(
+        "--floor-rows",
+        choices=("on", "off"),
+        help="the feet's sole points kept on or above the ground by inequality rows of the IK's QP (on) or "
+        "by the foot targets alone (off) (default: the map's contact.floor_rows; core/floor_rows.py)",
+    )
+    parser.add_argument(
         "--toe",
         choices=("pitch", "flat"),
         help="a contact with the human heel up: the sole kept level, the ankle taking the pitch up (the "
@@ -386,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
             "reach": None if args.reach is None else args.reach == "on",
             "pelvis_reach": None if args.pelvis_reach is None else args.pelvis_reach == "on",
             "toe": args.toe,
+            "floor_rows": None if args.floor_rows is None else args.floor_rows == "on",
         }
         changes = {k: v for k, v in contact_options.items() if v is not None}
         if changes:
@@ -476,6 +483,10 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
 
     summary = summarize(retargeter, result, motion, args.settle, elapsed)
+    floor = getattr(ik.extra, "floor", None) if ik.extra is not None else None
+    if floor is not None:  # steps whose floor rows could not be met as posed (core/floor_rows.py)
+        label = "floor rows softened / left out (IK steps)"
+        summary.text += f"\n{label:<44} {floor.counts['softened']} / {floor.counts['dropped']}"
     if retargeter.config.balance.enabled:
         from dynik_ros.retarget.balance import balance_report
 

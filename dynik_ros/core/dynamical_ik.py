@@ -69,6 +69,7 @@ from dynik_ros.core.base_integration import SCHEMES
 from dynik_ros.core.branch_recovery import BranchRecovery, BranchRecoveryConfig
 from dynik_ros.core.com_objective import BalanceConfig
 from dynik_ros.core.extra_terms import ExtraTerms
+from dynik_ros.core.floor_rows import FloorConfig
 from dynik_ros.core.frame_change import (
     base_target_indices,
     estimate_change,
@@ -115,6 +116,7 @@ class DynamicalIKConfig:
     regularizers: RegularizerConfig = field(default_factory=RegularizerConfig)  # core/regularizers.py
     loops: tuple[LoopClosure, ...] = ()  # loop-closure equality rows (core/loop_closure.py)
     stance_frames: tuple[str, ...] = ()  # targets imposed as rows while in contact (core/stance_rows.py)
+    floor: FloorConfig = field(default_factory=FloorConfig)  # sole points kept above it (core/floor_rows.py)
 
     def __post_init__(self) -> None:
         for name, allowed in (
@@ -150,6 +152,7 @@ class StepInfo:
     solve_time: float = 0.0
     held: bool = False
     euler_fallback: bool = False  # the history made the limits infeasible: this step used Euler
+    floor: str = ""  # floor rows this step (core/floor_rows.py): hard, softened, dropped; "" without
 
 
 class DynamicalIK(StepIntegration, JointVelocityBounds):
@@ -212,7 +215,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
             np.vstack(rows),
             self.config.qp,
             expansion,
-            dense_cost=self.extra is not None,
+            dense_cost=self.extra is not None and self.extra.has_cost,
             dynamic_rows=self.extra.dynamic_rows if self.extra is not None else 0,
         )
         self._predicted_mean = np.zeros(robot.nv)
@@ -473,8 +476,14 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
             self._base_velocity = None
         qp_args = (jacobian, corrected, weights, self._lower, self._upper, regularization)
         solution = self.qp.solve(*qp_args, extra, dynamic)
-        if extra_terms is not None:  # the velocity regularizer's sequential QP (core/regularizers.py)
-            resolve = lambda terms: self.qp.resolve(self._lower, self._upper, terms, dynamic)  # noqa: E731
+        if extra_terms is not None:
+            # floor rows missed: softened, then left out (core/floor_rows.py)
+            again = lambda rows: self.qp.resolve(self._lower, self._upper, extra, rows)  # noqa: E731
+            solution = extra_terms.floor_checked(self, solution, again)
+            # the velocity regularizer's sequential QP (core/regularizers.py)
+            resolve = lambda terms: self.qp.resolve(  # noqa: E731
+                self._lower, self._upper, terms, extra_terms.dynamic
+            )
             solution = extra_terms.iterate(self, kinematics, solution, resolve, dt)
         nu = solution.nu
         nb, n = self.robot.base_dofs, self.robot.n_joints
@@ -503,6 +512,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
             solve_time=time.perf_counter() - start,
             held=not solution.solved,
             euler_fallback=self._fell_back,
+            floor=extra_terms.floor.mode if extra_terms is not None and extra_terms.floor is not None else "",
         )
         return self.q, self.v
 

@@ -1,5 +1,6 @@
-"""The second seed's optional terms of one step of :class:`~dynik_ros.core.dynamical_ik.DynamicalIK`: the CoM
-objective and the support rows (:mod:`.com_objective`) and the regularizers (:mod:`.regularizers`).
+"""The optional terms of one step of :class:`~dynik_ros.core.dynamical_ik.DynamicalIK`: the second seed's CoM
+objective and support rows (:mod:`.com_objective`) and regularizers (:mod:`.regularizers`), the loop rows
+(:mod:`.loop_closure`), the hard stance rows (:mod:`.stance_rows`) and the floor rows (:mod:`.floor_rows`).
 
 Built only when one of them is enabled, so a plain step never reaches this module. Per step:
 :meth:`ExtraTerms.observe` reads ``q_{k-1}`` (CoM, feet in contact) from the kinematics the step computed,
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from dynik_ros.core.com_objective import ComObjective
+from dynik_ros.core.floor_rows import MISS, FloorRows
 from dynik_ros.core.loop_closure import LoopRows
 from dynik_ros.core.regularizers import Regularizers
 from dynik_ros.core.stance_rows import StanceRows
@@ -29,11 +31,19 @@ class ExtraTerms:
         self._support_rows = self.balance.n_rows if self.balance is not None else 0
         self.dynamic_rows = self._support_rows + (self.loops.n_rows if self.loops is not None else 0)
         self.dynamic_rows += self.stance.n_rows if self.stance is not None else 0
+        self.floor = FloorRows(robot, config.floor, ik.targets) if config.floor.enabled else None
+        self.dynamic_rows += self.floor.n_rows if self.floor is not None else 0
+        self.has_cost = self.balance is not None or self.regularizers is not None  # else rows only
+        self.dynamic = None  # this step's dynamic rows (A, l, u), as last posed
 
     @classmethod
     def wanted(cls, config) -> bool:
         return bool(
-            config.balance.enabled or config.regularizers.enabled or config.loops or config.stance_frames
+            config.balance.enabled
+            or config.regularizers.enabled
+            or config.loops
+            or config.stance_frames
+            or config.floor.enabled
         )
 
     def observe(self, kinematics, measurements) -> None:
@@ -43,6 +53,8 @@ class ExtraTerms:
             self.stance.observe(measurements.stance)
         if self.loops is not None:
             self.loops.observe(kinematics.data)
+        if self.floor is not None:
+            self.floor.observe(kinematics.data)
         balance = self.balance
         if balance is None:
             return
@@ -115,16 +127,51 @@ class ExtraTerms:
                 if self.stance.imposed and jacobian is not None and corrected is not None
                 else ik.qp._no_dynamic_rows(self.stance.n_rows)
             )
-            if dynamic is None and self.dynamic_rows > self.stance.n_rows:
-                dynamic = ik.qp._no_dynamic_rows(self.dynamic_rows - self.stance.n_rows)
+            before = self.dynamic_rows - self.stance.n_rows - (self.floor.n_rows if self.floor else 0)
+            if dynamic is None and before:  # the support and loop rows' places, unbounded this step
+                dynamic = ik.qp._no_dynamic_rows(before)
             if dynamic is not None:
                 rows = tuple(np.concatenate(pair) for pair in zip(dynamic, rows, strict=True))
             dynamic = rows
+        if self.floor is not None:
+            self.floor.prepare(kinematics.model, kinematics.data, dt, ik._predicted_mean, jacobian)
+            dynamic = self._with_floor(ik, dynamic, "hard")
+        self.dynamic = dynamic
         self._balance_cost = extra
         if self.regularizers is not None:
             self.regularizers.begin_step(kinematics.data)  # ended by iterate, after the last re-solve
             extra = self._with_regularizers(kinematics, w0, ik._carried_velocity, ik.nu)
         return extra, dynamic
+
+    def _with_floor(self, ik, dynamic, mode: str):
+        """``dynamic`` (the rows above the floor rows, or ``None``) with the floor rows of ``mode`` last."""
+        rows = self.floor.rows(float(ik._corrector[0]), ik._carried_velocity, mode)
+        above = self.dynamic_rows - self.floor.n_rows
+        if above:
+            head = dynamic if dynamic is not None else ik.qp._no_dynamic_rows(above)
+            head = tuple(part[:above] for part in head)
+            rows = tuple(np.concatenate(pair) for pair in zip(head, rows, strict=True))
+        return rows
+
+    def floor_checked(self, ik, solution, solve):
+        """``solution`` if it meets every dynamic row (floor, stance, loop, support rows) within
+        :data:`~.floor_rows.MISS`; else the step solved again (``solve(dynamic)``) with the floor rows
+        softened, then without them (:mod:`.floor_rows`): a QP whose rows contradict each other ends at
+        OSQP's iteration limit with an iterate that may miss any of them, e.g. a hard stance foot's."""
+        floor = self.floor
+        if floor is None:
+            return solution
+        for mode in ("softened", "dropped", None):
+            a, lower, upper = self.dynamic
+            rows = a @ solution.nu
+            if solution.solved and not ((rows < lower - MISS) | (rows > upper + MISS)).any():
+                break
+            if mode is None:
+                break
+            self.dynamic = self._with_floor(ik, self.dynamic, mode)
+            floor.counts[mode] += 1
+            solution = solve(self.dynamic)
+        return solution
 
     def _with_regularizers(self, kinematics, w0: float, carried: np.ndarray, m0: np.ndarray):
         return self.regularizers.cost_plus(self._balance_cost, kinematics.data, w0, carried, m0)
@@ -157,6 +204,8 @@ class ExtraTerms:
             if w0 != 1.0:
                 ik.integrate_this_step_by_euler()
                 ik._velocity_bounds(dt)  # the bounds are written in place: solve() reads the new ones
+                if self.floor is not None:  # the floor rows bound the mean: now nu_k itself
+                    self.dynamic = self._with_floor(ik, self.dynamic, self.floor.mode)
                 w0, carried = 1.0, ik._carried_velocity
                 m = solution.nu  # the model about the solution's velocity, now integrated by Euler
             again = solve(self._with_regularizers(kinematics, w0, carried, m))

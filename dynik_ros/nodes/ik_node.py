@@ -252,6 +252,9 @@ class IKNode(
         self._lock(p)
         self.targets = self.retargeter.targets
         self._balance_retargeter(p)
+        if p["floor_rows"] != "map":  # core/floor_rows.py
+            contact = dataclasses.replace(self.retargeter.config.contact, floor_rows=p["floor_rows"] == "on")
+            self.retargeter.config = dataclasses.replace(self.retargeter.config, contact=contact)
         self.ik = self.retargeter.make_ik(_ik_config(p, ROBOT_INTEGRATION))
         # The map's per-target gains stay unless a gain parameter is set away from its default.
         defaults = {spec.name: spec.default for spec in self.PARAMS}

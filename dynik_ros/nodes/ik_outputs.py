@@ -112,6 +112,9 @@ class IKOutputs:
             "output_subscribers": self._pub_js.get_subscription_count() if self._pub_js is not None else 0,
         }
         values.update({f"rejected_{k}": v for k, v in self.rejections.counts.items()})
+        floor = getattr(getattr(self.ik, "extra", None), "floor", None)
+        if floor is not None:  # steps whose floor rows were softened or left out (core/floor_rows.py)
+            values.update({f"floor_rows_{k}": v for k, v in floor.counts.items()})
         if self.params["use_base_odom"]:
             values["base_odom_missing"] = self.base_odom_missing
             values["base_odom_ahead"] = self.base_odom_ahead

@@ -77,6 +77,13 @@ IK_PARAMS = (
         "support rows, retarget/online_balance.py), the contact state from contact_source.",
     ),
     ParamSpec(
+        "floor_rows",
+        "map",
+        "Robot only: keep the feet's sole points on or above the ground by inequality rows of the IK's QP "
+        "(core/floor_rows.py): 'on', 'off', or 'map' (the map's contact.floor_rows).",
+        choices=("map", "on", "off"),
+    ),
+    ParamSpec(
         "contact_source",
         "kinematic",
         "With balance: 'kinematic' = the retargeter's foot contact; 'topic' = /human/contact_state "

@@ -396,6 +396,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "anchor",
             "reach",
             "pelvis_reach",
+            "floor_rows",
         ),
     )
     contact = ContactSpec(
@@ -420,6 +421,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         anchor=str(c.get("anchor", "human")),
         reach=r.boolean(c.get("reach", ContactSpec.reach), "contact.reach"),
         pelvis_reach=r.boolean(c.get("pelvis_reach", ContactSpec.pelvis_reach), "contact.pelvis_reach"),
+        floor_rows=r.boolean(c.get("floor_rows", ContactSpec.floor_rows), "contact.floor_rows"),
     )
     if contact.toe not in TOE_MODES:
         raise r.error("contact.toe", f"expected one of {TOE_MODES}, got '{contact.toe}'")

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
+from dynik_ros.core.floor_rows import FloorConfig, points_of_feet
 from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measurements, TargetSet
 from dynik_ros.retarget.calibration import Calibration, calibrate, check_calibration, yaw_alignment
 from dynik_ros.retarget.hinge_alignment import HingeAlignment, find_hinge
@@ -250,6 +251,10 @@ class Retargeter:
             config = balance_config(self.config.balance, self.config.feet, config)
         if self.config.contact.stance == "hard" and not config.stance_frames:  # core/stance_rows.py
             config = replace(config, stance_frames=tuple(f.frame for f in self.config.feet))
+        if self.config.contact.floor_rows and self.config.feet and not config.floor.enabled:
+            # the feet's sole points kept above the ground (core/floor_rows.py)
+            floor = FloorConfig(points_of_feet(self.config.feet), height=self.contact.robot_ground)
+            config = replace(config, floor=floor)
         return config
 
     def balanced(

@@ -1,0 +1,107 @@
+"""What the floor rows cost and give (``contact.floor_rows``, core/floor_rows.py), both IKs in one run.
+
+    .venv/bin/python benchmarks/floor_rows_bench.py                     # the committed CMU excerpt, G1
+    .venv/bin/python benchmarks/floor_rows_bench.py FILE [FILE ...] --robots g1 icub talos
+
+Per capture and robot, the same targets (``dynik-retarget``'s: the IK's step grid, contact rules, settle
+1 s, the trapezoid) are tracked by two IKs, without and with floor rows, stepped alternately sample by
+sample so that a shared machine's load falls on both alike. Printed: the IK step's thread CPU time (mean,
+p50, p99 in ms) of each and the ratio of the means, the deepest sole point under the floor of each written
+trajectory (forward kinematics), and the steps whose floor rows were softened or left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+EXCERPT = ROOT / "test" / "data" / "cmu_131_01_walk_excerpt.bvh"
+
+
+def deepest_mm(retargeter, qs: np.ndarray) -> float:
+    """Largest depth of a sole point under the floor over ``qs`` (mm; 0 if never under)."""
+    model = retargeter.robot.model
+    data = model.createData()
+    ground = retargeter.contact.robot_ground
+    worst = 0.0
+    for q in qs:
+        pin.framesForwardKinematics(model, data, q)
+        for foot in retargeter.config.feet:
+            placement = data.oMf[retargeter.robot.frame_id(foot.frame)]
+            for point in foot.sole:
+                worst = max(worst, ground - placement.act(np.asarray(point, dtype=float))[2])
+    return 1e3 * worst
+
+
+def compare(path: Path, robot: str) -> str:
+    from dynik_ros.io.motion_files import read_motion_file
+    from dynik_ros.retarget.ik_steps import on_ik_steps
+    from dynik_ros.retarget.retargeter import MAX_IK_STEP, Retargeter
+
+    motion = read_motion_file(path)
+    rt = Retargeter.from_config(robot)
+    rt.reset()
+    arrays, _ = on_ik_steps(*rt.motion_arrays(motion), MAX_IK_STEP)
+    measurements, _ = rt.compute(*arrays)
+    times = arrays[0]
+    iks = {}
+    for on in (False, True):
+        rt.config = dataclasses.replace(
+            rt.config, contact=dataclasses.replace(rt.config.contact, floor_rows=on)
+        )
+        iks[on] = rt.make_ik()
+        rt.settle(iks[on], measurements[0], 1.0)
+    dts = np.diff(times, prepend=times[0] - (times[1] - times[0]))
+    cpu = {on: np.empty(len(times)) for on in iks}
+    qs = {on: np.empty((len(times), rt.robot.nq)) for on in iks}
+    for k, m in enumerate(measurements):
+        for on, ik in iks.items():
+            start = time.thread_time()
+            ik.step(m, float(dts[k]))
+            cpu[on][k] = time.thread_time() - start
+            qs[on][k] = ik.q
+    floor = iks[True].extra.floor
+    cells = []
+    for on in (False, True):
+        ms = 1e3 * cpu[on][1:]
+        cells.append(
+            f"{ms.mean():.3f} / {np.percentile(ms, 50):.3f} / {np.percentile(ms, 99):.3f} ms, "
+            f"{deepest_mm(rt, qs[on]):.1f} mm"
+        )
+    ratio = cpu[True][1:].mean() / cpu[False][1:].mean()
+    return (
+        f"{path.name:<36} {robot:<6} {len(times):>5} | {cells[0]:<34} | {cells[1]:<34} | {ratio:5.2f} | "
+        f"{floor.counts['softened']} / {floor.counts['dropped']}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("files", nargs="*", type=Path, help="capture files (default: the committed excerpt)")
+    parser.add_argument("--robots", nargs="+", default=["g1"], help="robots (default: g1)")
+    args = parser.parse_args(argv)
+    files = args.files or [EXCERPT]
+    print(
+        f"{'capture':<36} {'robot':<6} {'steps':>5} | {'without: step CPU mean/p50/p99, deepest':<34} | "
+        f"{'with floor rows':<34} | ratio | softened / left out"
+    )
+    for path in files:
+        for robot in args.robots:
+            print(compare(path, robot), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,175 @@
+"""Floor rows: chosen sole points never go under the floor, as inequality rows of the velocity QP (issue 9).
+
+The floor is a property of the world, not of the human: weighted foot targets (eq. 10a) are traded off
+against every other target, so a foot pulled by the rest of the body (or lagging at its velocity limits)
+went up to 12 mm under the ground on real captures. Here each chosen point ``p`` (a frame and a point in it:
+the map's sole points, :class:`~dynik_ros.retarget.config_types.FootSpec`) with height ``d = z_p - h`` above
+the floor ``h`` must end the step with
+
+    d_k >= (1 - gamma) d_{k-1}          (0 < gamma <= 1)
+
+a discrete-time barrier: a point on or above the floor stays on or above it, a point under it comes back by
+``gamma`` of its depth per step. Linearised where the step is predicted to end, like the loop rows
+(:mod:`.loop_closure`): with ``m = w_0 nu_k + c`` the step's mean velocity (the integration rule's weights,
+:mod:`.step_integration`) and ``d_pred`` the height at the predicted configuration ``q_{k-1} + dt m_pred``,
+``d_k ~ d_pred + dt J_z (m - m_pred)``, so the rows are
+
+    w_0 J_z nu_k >= ((1 - gamma) d_{k-1} - d_pred) / dt + J_z (m_pred - c) =: b - J_z c
+
+(``J_z``: the vertical row of the point's velocity, mixed coordinates). The rows bound the step's mean
+velocity, so they hold for what is integrated and written, not only for ``nu_k``.
+
+Feasibility. Standing still (``m = 0``) meets the velocity bounds and every row of a point on or above the
+floor; a point under it asks for a rise the velocity limits may not allow, and hard stance or loop rows may
+contradict the rows. When the QP with the rows fails (no usable solution, or any of its rows missed by more
+than :data:`MISS`: contradicting rows leave OSQP at its iteration limit), the step is solved again with the
+rows *softened* (``J_z m >= min(b, 0)``: no point sinks further, none is pushed up; standing still meets
+them) and, if that fails too, *without* them; the step's ``StepInfo.floor`` says which.
+
+A row that binds pins the mean ``m`` along it, so with the trapezoid ``nu_k = (m - c) / w_0`` may alternate
+from step to step (root -1 of the rule: no growth). Restarting the velocity history of the columns that move
+a bound point at the step's mean (as :mod:`.step_integration` does at a joint bound) was tried and not kept:
+on the capture table it left the depths as they are and made slides and tilts worse (the MVN export on TALOS
+slide 1.0 -> 2.3 mm, the Xsens take on G1 tilt 2.0 -> 3.0 deg, the kneel on TALOS slides 5.5/2.7 ->
+9.9/11.1 mm); without it the chatter share is unchanged on every row. ROS-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+MODES = ("hard", "softened", "dropped")  # StepInfo.floor: the rows as posed, softened, left out this step
+MISS = 1e-4  # m/s, rad/s: a solution outside a row by more than this did not meet it
+
+
+@dataclass(frozen=True)
+class FloorConfig:
+    """Points kept above the floor: ``(frame, (x, y, z) in the frame)``; the floor height ``height`` (world
+    z, m) and the barrier's ``gain`` (``gamma`` above, per step). No points: no rows."""
+
+    points: tuple[tuple[str, tuple[float, float, float]], ...] = ()
+    height: float = 0.0
+    gain: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.gain) and 0.0 < self.gain <= 1.0):
+            raise ValueError(f"floor gain must be in (0, 1], got {self.gain}")
+        if not np.isfinite(self.height):
+            raise ValueError(f"floor height must be finite, got {self.height}")
+        for frame, point in self.points:
+            if len(point) != 3 or not np.all(np.isfinite(point)):
+                raise ValueError(f"floor point of '{frame}' must be 3 finite values, got {point}")
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.points)
+
+
+class FloorRows:
+    """The floor rows of one robot: per step :meth:`observe` (heights at ``q_{k-1}``), :meth:`prepare` (at
+    the step's linearisation point), then :meth:`rows` for the integration rule's weights. ``targets``
+    (the IK's :class:`~dynik_ros.core.targets.TargetSet`): where every point's frame has a position and an
+    orientation target, ``J_z`` comes from the rows of the IK's stacked Jacobian (eq. 3) of those targets;
+    otherwise from pinocchio."""
+
+    def __init__(self, robot, config: FloorConfig, targets=None):
+        self.robot = robot
+        self.config = config
+        frames = sorted({frame for frame, _ in config.points})
+        self._frame_ids = [robot.frame_id(f) for f in frames]
+        self._point_frame = np.array([frames.index(frame) for frame, _ in config.points], dtype=int)
+        self._offsets = np.array([point for _, point in config.points], dtype=float).reshape(-1, 3)
+        self.n_rows = len(config.points)
+        self._stacked_rows = None  # rows of the stacked Jacobian: (vertical, angular x, angular y) per point
+        if targets is not None:
+            position = [t.frame for t in targets.position_targets]
+            orientation = [t.frame for t in targets.orientation_targets]
+            if all(f in position and f in orientation for f in frames):
+                offset = 3 * len(position)
+                frame_rows = [
+                    (3 * position.index(f) + 2, offset + 3 * orientation.index(f)) for f in frames
+                ]
+                vertical = np.array([frame_rows[f][0] for f in self._point_frame])
+                angular = np.array([frame_rows[f][1] for f in self._point_frame])
+                self._stacked_rows = (vertical, angular, angular + 1)
+        self.previous = np.zeros(self.n_rows)  # d_{k-1}: heights above the floor at the step's start
+        self._jacobian = np.zeros((self.n_rows, robot.nv))  # J_z of each point (mixed coordinates)
+        self._bound = np.zeros(self.n_rows)  # b: the rows' bound on J_z m
+        self.mode = MODES[0]
+        self.counts = dict.fromkeys(MODES[1:], 0)  # steps softened / dropped since construction
+
+    def _levers(self, data: pin.Data) -> tuple[np.ndarray, np.ndarray]:
+        """Per point, its frame's origin and the lever from that origin to the point (world), from
+        ``data``'s frame placements."""
+        poses = np.array([data.oMf[i].homogeneous for i in self._frame_ids])[self._point_frame]
+        return poses[:, :3, 3], np.einsum("nij,nj->ni", poses[:, :3, :3], self._offsets)
+
+    def heights(self, data: pin.Data) -> np.ndarray:
+        """Height above the floor of every point with ``data``'s frame placements (world z minus ``h``)."""
+        origins, levers = self._levers(data)
+        return origins[:, 2] + levers[:, 2] - self.config.height
+
+    def observe(self, data: pin.Data) -> None:
+        """``d_{k-1}``, from ``data``'s frame placements at ``q_{k-1}``."""
+        self.previous = self.heights(data)
+
+    def prepare(
+        self,
+        model: pin.Model,
+        data: pin.Data,
+        dt: float,
+        predicted_mean: np.ndarray,
+        jacobian: np.ndarray | None = None,
+    ) -> None:
+        """``J_z`` and ``b`` of this step from ``data`` at the linearisation point (its joint Jacobians and
+        frame placements: the predicted configuration, or ``q_{k-1}`` with ``predicted_mean`` zero) and the
+        IK's stacked ``jacobian`` there (used where the targets allow, see the class docstring)."""
+        origins, levers = self._levers(data)
+        if jacobian is not None and self._stacked_rows is not None:
+            vertical, ang_x, ang_y = (jacobian[rows] for rows in self._stacked_rows)
+        else:
+            vertical, ang_x, ang_y = self._pinocchio_rows(model, data)
+        # vertical velocity of the point: v_z + (omega x lever)_z
+        self._jacobian[:] = vertical + levers[:, 1, None] * ang_x - levers[:, 0, None] * ang_y
+        predicted = origins[:, 2] + levers[:, 2] - self.config.height
+        gamma = self.config.gain
+        self._bound = ((1.0 - gamma) * self.previous - predicted) / dt + self._jacobian @ predicted_mean
+
+    def _pinocchio_rows(self, model: pin.Model, data: pin.Data) -> tuple[np.ndarray, ...]:
+        """Per point, its frame origin's vertical velocity row and the angular x, y rows (mixed ``nu``)."""
+        nb = self.robot.base_dofs
+        blocks = []
+        for fid in self._frame_ids:
+            jac = pin.getFrameJacobian(model, data, fid, pin.LOCAL_WORLD_ALIGNED)
+            if nb:  # pinocchio's base-local twist -> mixed (world) base velocity
+                rotation = data.oMi[1].rotation
+                jac = jac.copy()
+                jac[:, :3] = jac[:, :3] @ rotation.T
+                jac[:, 3:6] = jac[:, 3:6] @ rotation.T
+            blocks.append(jac)
+        stacked = np.array(blocks)[self._point_frame]
+        return stacked[:, 2], stacked[:, 3], stacked[:, 4]
+
+    def rows(
+        self, w0: float, carried: np.ndarray, mode: str = "hard"
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(A, l, u)`` on ``nu_k`` for the mean ``m = w0 nu_k + carried``: ``mode`` ``hard`` (the barrier),
+        ``softened`` (``J_z m >= min(b, 0)``) or ``dropped`` (zero, unbounded rows)."""
+        self.mode = mode
+        if mode == "dropped":
+            return np.zeros_like(self._jacobian), np.full(self.n_rows, -np.inf), np.full(self.n_rows, np.inf)
+        bound = self._bound if mode == "hard" else np.minimum(self._bound, 0.0)
+        lower = bound - self._jacobian @ carried
+        return w0 * self._jacobian, lower, np.full(self.n_rows, np.inf)
+
+
+
+def points_of_feet(feet: Sequence) -> tuple[tuple[str, tuple[float, float, float]], ...]:
+    """The sole points of a map's feet (``FootSpec``: ``frame``, ``sole``) as :attr:`FloorConfig.points`."""
+    return tuple(
+        (foot.frame, tuple(float(x) for x in point)) for foot in feet for point in foot.sole
+    )
