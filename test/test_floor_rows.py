@@ -236,10 +236,10 @@ def test_the_map_and_the_cli_switch_the_floor_rows():
         FloorConfig(floor.points, gain=0.0)
 
 
-@pytest.mark.parametrize("value, rows", [("on", 4), ("off", 0), ("map", 0)])
+@pytest.mark.parametrize("value, rows", [("on", 4), ("off", 0), ("map", 4)])
 def test_ik_node_parameter_switches_the_floor_rows(h, value, rows):
     """ik_node's ``floor_rows`` (a real rclpy node, configured): 'on' gives G1's IK the rows of its four sole
-    points at the map's ground, 'off' and 'map' (the maps' default) none."""
+    points at the map's ground, as 'map' does (the maps' default), 'off' none."""
     from node_harness import ik, ok
 
     solver = h.add(ik(model="", robot="g1", floor_rows=value))

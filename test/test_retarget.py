@@ -345,7 +345,9 @@ def test_bad_urdf_location_is_named(tmp_path):
 @pytest.mark.parametrize("robot", ["g1", "icub"])
 def test_first_frame_with_a_180_degree_heading_difference_converges(robot):
     """The human walks towards -x while the robot starts facing +x (iCub's base even points backwards):
-    the yaw alignment makes the first frame consistent, and the result equals the heading-0 run."""
+    the yaw alignment makes the first frame consistent, and the result equals the heading-0 run (within
+    OSQP's tolerance, 1e-5: with the floor rows binding, the two runs' QPs are solved by OSQP, not by the
+    unconstrained shortcut alone; iCub then differs by 1.2e-6 rad on one joint for 5 samples)."""
     rt = retargeter(robot)
     turned = rt.retarget_motion(human("walking", 180.0))
     straight = retargeted(robot, "walking")
@@ -353,7 +355,7 @@ def test_first_frame_with_a_180_degree_heading_difference_converges(robot):
     assert turned.mnte[0] < 0.1
     assert turned.mnte[int(0.5 * RATE) :].max() < 2e-3
     assert turned.q[-1, 0] > turned.q[0, 0] + 1.0  # the robot walks forward, along +x
-    np.testing.assert_allclose(turned.q[:, 7:], straight.q[:, 7:], atol=1e-6)
+    np.testing.assert_allclose(turned.q[:, 7:], straight.q[:, 7:], atol=1e-5)
 
     # premise: without the alignment the first frame is the pi equilibrium of Appendix A
     data = map_dict(robot)

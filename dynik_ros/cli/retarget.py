@@ -264,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--floor-rows",
         choices=("on", "off"),
         help="the feet's sole points kept on or above the ground by inequality rows of the IK's QP (on) or "
-        "by the foot targets alone (off) (default: the map's contact.floor_rows; core/floor_rows.py)",
+        "by the foot targets alone (off) (default: the map's contact.floor_rows, on; core/floor_rows.py)",
     )
     parser.add_argument(
         "--toe",

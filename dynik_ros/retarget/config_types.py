@@ -111,9 +111,9 @@ class ContactSpec:
     just enough that each of their legs leans no farther than its ankle roll lets a level sole stand, rate
     limited, causal (:mod:`dynik_ros.retarget.pelvis_reach`).
 
-    ``floor_rows``: the feet's sole points are kept on or above the ground by inequality rows of the IK's QP
-    (every sample, in contact or not: :mod:`dynik_ros.core.floor_rows`); ``False`` leaves the ground to the
-    foot targets alone."""
+    ``floor_rows`` (default on): the feet's sole points are kept on or above the ground by inequality rows of
+    the IK's QP (every sample, in contact or not: :mod:`dynik_ros.core.floor_rows`); ``False`` leaves the
+    ground to the foot targets alone."""
 
     enabled: bool = True
     height_on: float = 0.03
@@ -134,7 +134,7 @@ class ContactSpec:
     anchor: str = "human"
     reach: bool = False
     pelvis_reach: bool = False
-    floor_rows: bool = False
+    floor_rows: bool = True
 
 
 @dataclass(frozen=True)
