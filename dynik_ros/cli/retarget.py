@@ -267,6 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
         "by the foot targets alone (off) (default: the map's contact.floor_rows, on; core/floor_rows.py)",
     )
     parser.add_argument(
+        "--swing-weight",
+        type=float,
+        metavar="W",
+        help="factor on a foot's position weight while it is in the air, back to 1 as it comes down "
+        "(default: the map's contact.swing_weight, 1) (retarget/swing_weight.py)",
+    )
+    parser.add_argument(
         "--toe",
         choices=("pitch", "flat"),
         help="a contact with the human heel up: the sole kept level, the ankle taking the pitch up (the "
@@ -391,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
             "heel_off_noise": args.heel_off_noise,
             "reach": None if args.reach is None else args.reach == "on",
             "pelvis_reach": None if args.pelvis_reach is None else args.pelvis_reach == "on",
+            "swing_weight": args.swing_weight,
             "toe": args.toe,
             "floor_rows": None if args.floor_rows is None else args.floor_rows == "on",
         }

@@ -461,6 +461,8 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
             base = base_position if predicted else self.base_position
             extra, dynamic = extra_terms.terms(self, kinematics, measurements, base, dt, jacobian, corrected)
         weights, regularization = self.weights, None
+        if measurements.weight_scale is not None:  # this step's factors on the targets' weights
+            weights = weights * measurements.weight_scale
         task = self.recovery.before_step(dt, self.joint_positions)
         nb = self.robot.base_dofs
         if task is not None or self._base_velocity is not None:
@@ -468,7 +470,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
             for part in regularization:
                 part[:] = 0.0
         if task is not None:  # moving over to the shadow's branch (core/branch_recovery.py)
-            weights = self.weights * task.tracking_scale
+            weights = weights * task.tracking_scale
             regularization[0][nb:] = task.weight**2
             regularization[1][nb:] = task.velocity
         if self._base_velocity is not None:  # the measured base twist (set_base_velocity)

@@ -67,7 +67,7 @@ def estimate_change(
 
 def transform_measurements(m: Measurements, change: Transform) -> Measurements:
     """``m`` expressed in the new frame: positions (and the CoM target) moved, rotations and world-frame
-    velocities turned; the contact flags kept."""
+    velocities turned; the contact flags and the weight factors kept."""
     rotation, translation = change
     return Measurements(
         m.positions @ rotation.T + translation,
@@ -77,6 +77,7 @@ def transform_measurements(m: Measurements, change: Transform) -> Measurements:
         None if m.com_position is None else rotation @ m.com_position + translation,
         None if m.com_velocity is None else rotation @ m.com_velocity,
         m.contacts,
+        weight_scale=m.weight_scale,
     )
 
 

@@ -148,6 +148,9 @@ class Measurements:
     com_velocity: np.ndarray | None = None
     contacts: np.ndarray | None = None
     stance: np.ndarray | None = None  # one flag per stance frame (core/stance_rows.py); None: none
+    # per row of eq. (9) (3 per target: position targets' world x, y, z, then orientation targets'), a factor
+    # on its weight for this step (>= 0; None: the weights as configured)
+    weight_scale: np.ndarray | None = None
 
     def validate(self, targets: TargetSet, rotation_tolerance: float = 1e-3) -> None:
         """Raise :class:`InvalidMeasurementError` unless shapes match, values are finite and rotations are
@@ -162,6 +165,11 @@ class Measurements:
         }
         if self.com_position is not None or self.com_velocity is not None:
             expected = {**expected, "com_position": (3,), "com_velocity": (3,)}
+        if self.weight_scale is not None:
+            expected = {**expected, "weight_scale": (3 * (targets.n_position + targets.n_orientation),)}
+            scale = np.asarray(self.weight_scale, dtype=float)
+            if scale.shape == expected["weight_scale"] and (scale < 0.0).any():
+                raise InvalidMeasurementError("weight_scale has negative values")
         for label, shape in expected.items():
             value = getattr(self, label)
             if value is None:
@@ -169,7 +177,7 @@ class Measurements:
             if np.shape(value) != shape:
                 raise InvalidMeasurementError(f"{label} has shape {np.shape(value)}, expected {shape}")
             if not np.isfinite(value).all():
-                if label.startswith("com_"):
+                if label.startswith("com_") or label == "weight_scale":
                     raise InvalidMeasurementError(f"{label} not finite")
                 bad = np.unique(np.nonzero(~np.isfinite(value))[0])
                 links = (
@@ -200,6 +208,7 @@ class Measurements:
             (self.angular_velocities, (n_o, 3)),
             (self.com_position, (3,)),
             (self.com_velocity, (3,)),
+            (self.weight_scale, (3 * (n_p + n_o),)),
         ):
             if value is None:
                 continue
@@ -207,6 +216,8 @@ class Measurements:
                 return False
             if not np.isfinite(value).all():
                 return False
+        if self.weight_scale is not None and (self.weight_scale < 0.0).any():
+            return False
         if (self.com_position is None) != (self.com_velocity is None):
             return False
         if not n_o:

@@ -397,6 +397,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "reach",
             "pelvis_reach",
             "floor_rows",
+            "swing_weight",
         ),
     )
     contact = ContactSpec(
@@ -422,6 +423,9 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         reach=r.boolean(c.get("reach", ContactSpec.reach), "contact.reach"),
         pelvis_reach=r.boolean(c.get("pelvis_reach", ContactSpec.pelvis_reach), "contact.pelvis_reach"),
         floor_rows=r.boolean(c.get("floor_rows", ContactSpec.floor_rows), "contact.floor_rows"),
+        swing_weight=r.number(
+            c.get("swing_weight", ContactSpec.swing_weight), "contact.swing_weight", positive=True
+        ),
     )
     if contact.toe not in TOE_MODES:
         raise r.error("contact.toe", f"expected one of {TOE_MODES}, got '{contact.toe}'")

@@ -113,7 +113,10 @@ class ContactSpec:
 
     ``floor_rows`` (default on): the feet's sole points are kept on or above the ground by inequality rows of
     the IK's QP (every sample, in contact or not: :mod:`dynik_ros.core.floor_rows`); ``False`` leaves the
-    ground to the foot targets alone."""
+    ground to the foot targets alone.
+
+    ``swing_weight`` (1: off): the factor on a foot's position weight while it is not held in contact, back to
+    1 as it comes down to the ground (:mod:`dynik_ros.retarget.swing_weight`)."""
 
     enabled: bool = True
     height_on: float = 0.03
@@ -135,6 +138,7 @@ class ContactSpec:
     reach: bool = False
     pelvis_reach: bool = False
     floor_rows: bool = True
+    swing_weight: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from dynik_ros.retarget.pelvis_reach import PelvisReach
 from dynik_ros.retarget.registry import RobotSpec, load_robot
 from dynik_ros.retarget.robot_anchor import RobotAnchoredFeet, robot_sole_reader
 from dynik_ros.retarget.scaling import FootContact, PositionScaling
+from dynik_ros.retarget.swing_weight import swing_factors
 from dynik_ros.retarget.trajectory_errors import TrajectoryErrors, trajectory_errors
 
 Pose = tuple[np.ndarray, np.ndarray]
@@ -175,6 +176,7 @@ class Retargeter:
         self._foot_rows = np.array([pos_rows[f.frame] for f in config.feet], dtype=int)
         self._leg_rows = [leg_orientation_rows(self.robot, config, f.frame, ori_rows) for f in config.feet]
         self._pelvis_row = pos_rows.get(config.root.frame)
+        self._standing = np.array([-min(p[2] for p in f.sole) for f in config.feet])  # foot frame standing
         self.pelvis_reach = PelvisReach.for_map(
             self.robot, config, calibration_q, self.contact.lean_bounds, self._leg_rows, list(ori_rows)
         )
@@ -401,6 +403,9 @@ class Retargeter:
         target_rotations[:, self._foot_ori_rows] = foot_rotations[:, self._foot_ori_feet]
         target_omegas[:, self._foot_ori_rows] = foot_omegas[:, self._foot_ori_feet]
         stance = self.contact.flat  # the feet flat in contact: rows of the QP with contact.stance = hard
+        held = (flags >= 0) & self.config.contact.hold  # contact.swing_weight: feet in the air weigh less
+        scales = swing_factors(self.config.contact.swing_weight, self.targets, self._foot_rows, held,
+                               target_positions[:, self._foot_rows, 2], self._standing)  # fmt: skip
         out = [
             Measurements(
                 target_positions[k],
@@ -408,6 +413,7 @@ class Retargeter:
                 target_velocities[k] if measured else None,
                 target_omegas[k] if measured else None,
                 stance=stance[k],
+                weight_scale=scales[k],
             )
             for k in range(n)
         ]

@@ -1,0 +1,128 @@
+"""contact.swing_weight (retarget/swing_weight.py) and Measurements.weight_scale (core): a foot in the air
+weighs less, so it does not pull the stance leg's hip out of its ankle roll's reach. Ground truth: the
+weighted QP with the weights scaled in the targets, and forward kinematics of the written trajectory."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from test_pelvis_reach import _lean_deg, _one_leg_sway
+
+from dynik_ros.core.dynamical_ik import DynamicalIK
+from dynik_ros.core.targets import InvalidMeasurementError, TargetSet
+from dynik_ros.io.human_motion import finite_difference_twists
+from dynik_ros.retarget.retargeter import Retargeter
+from dynik_ros.retarget.swing_weight import SWING_HEIGHT, swing_scales
+
+
+def test_the_factors_are_one_held_the_swing_weight_up_high_and_blend_near_the_ground():
+    heights = np.array([[0.5, 0.035], [0.035 + SWING_HEIGHT / 2, 0.035], [0.035, 0.2]])
+    held = np.array([[False, True], [False, True], [True, False]])
+    scales = swing_scales(heights, held, np.array([0.035, 0.035]), 0.1)
+    assert scales == pytest.approx(np.array([[0.1, 1.0], [0.55, 1.0], [1.0, 0.1]]))
+
+
+def test_a_step_with_weight_factors_is_the_step_with_those_weights():
+    """The IK step with ``weight_scale`` s on the left foot's rows equals the step of an IK whose left foot
+    position weight is s times the map's (same q after 20 steps); all-ones factors change nothing."""
+    rt = Retargeter.from_config("g1")
+    motion = _one_leg_sway(duration=0.3)
+    measurements, _ = rt.motion_measurements(motion)
+    frames = [t.frame for t in rt.targets.position_targets]
+    row = frames.index("left_ankle_roll_link")
+    scale = np.ones(3 * (rt.targets.n_position + rt.targets.n_orientation))
+    scale[3 * row : 3 * row + 3] = 0.25
+    lighter = TargetSet(
+        [
+            dataclasses.replace(t, position_weight=tuple(0.25 * np.ravel(t.position_weight)))
+            if t.frame == "left_ankle_roll_link"
+            else t
+            for t in rt.targets.targets
+        ]
+    )
+    scaled, plain, ones = rt.make_ik(), rt.make_ik(), rt.make_ik()
+    weighted = DynamicalIK(rt.robot, lighter, rt.ik_config(), rt.initial_configuration())
+    for m in measurements[:20]:
+        scaled.step(dataclasses.replace(m, weight_scale=scale), 0.01)
+        weighted.step(m, 0.01)
+        plain.step(m, 0.01)
+        ones.step(dataclasses.replace(m, weight_scale=np.ones_like(scale)), 0.01)
+    assert np.allclose(scaled.q, weighted.q, atol=1e-9)
+    assert np.array_equal(ones.q, plain.q)
+    assert not np.allclose(scaled.q, plain.q, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.nan])
+def test_a_negative_or_non_finite_weight_factor_is_refused(bad):
+    rt = Retargeter.from_config("g1")
+    m, _ = rt.motion_measurements(_one_leg_sway(duration=0.05))
+    scale = np.ones(3 * (rt.targets.n_position + rt.targets.n_orientation))
+    scale[4] = bad
+    with pytest.raises(InvalidMeasurementError, match="weight_scale"):
+        dataclasses.replace(m[0], weight_scale=scale).validate(rt.targets)
+    with pytest.raises(InvalidMeasurementError, match="weight_scale"):
+        dataclasses.replace(m[0], weight_scale=np.ones(5)).validate(rt.targets)
+
+
+def _out_of_reach_swing(out: float = 0.6):
+    """Standing on the right leg, the left foot 0.25 m up; over 1-2 s the human's left foot moves ``out``
+    farther to the left than its leg reaches (a target no robot leg follows)."""
+    motion = _one_leg_sway(sway=0.0)
+    p, t, index = motion.positions.copy(), motion.times, motion.links.index
+    grow = np.clip(t - 1.0, 0.0, 1.0)
+    for name, share in (("LeftFoot", 1.0), ("LeftToe", 1.0), ("LeftLowerLeg", 0.5)):
+        p[:, index(name), 1] += share * out * grow
+    v, w = finite_difference_twists(t, p, motion.rotations)
+    return dataclasses.replace(motion, positions=p, linear_velocities=v, angular_velocities=w)
+
+
+def test_a_foot_in_the_air_out_of_reach_no_longer_rolls_the_stance_sole():
+    """G1 on its right leg while the left foot's target moves 0.6 m (human) out of reach: tracked with the
+    held feet's weight it drags the pelvis 35 cm over and the right sole rolls past 4 deg (measured 10.7,
+    the leg leaning 26 deg); with contact.swing_weight 0.1 the written right sole stays within 1 deg of level
+    (measured 0.0, the leg 8 deg), the foot still. No joint beyond its limits either way."""
+    motion = _out_of_reach_swing()
+    for weight in (0.1, 1.0):
+        rt = Retargeter.from_config("g1")
+        contact = dataclasses.replace(rt.config.contact, swing_weight=weight)
+        rt.config = dataclasses.replace(rt.config, contact=contact)
+        out = rt.retarget_motion(motion, settle=1.0)
+        robot, data = rt.robot, rt.robot.model.createData()
+        foot, hip = robot.frame_id("right_ankle_roll_link"), robot.frame_id("right_hip_roll_link")
+        late = out.times >= 2.2
+        assert (out.contacts[:, 1] >= 0).all() and (out.contacts[late, 0] < 0).all()
+        tilt, leans, soles = [], [], []
+        for q in out.q[late]:
+            pin.framesForwardKinematics(robot.model, data, q)
+            tilt.append(math.degrees(math.acos(min(1.0, data.oMf[foot].rotation[2, 2]))))
+            leans.append(abs(_lean_deg(data.oMf[foot].translation - data.oMf[hip].translation)))
+            soles.append(data.oMf[foot].translation.copy())
+        assert (out.q[:, 7:] <= robot.upper + 1e-9).all() and (out.q[:, 7:] >= robot.lower - 1e-9).all()
+        if weight < 1.0:
+            assert max(tilt) <= 1.0 and max(leans) <= 15.0
+            assert float(np.ptp(np.array(soles)[:, :2], axis=0).max()) <= 0.005
+        else:
+            assert min(tilt) >= 4.0
+
+
+def test_the_map_key_its_default_and_a_bad_value():
+    from pathlib import Path
+
+    import yaml
+
+    from dynik_ros.retarget.config import RetargetConfigError, config_from_dict
+
+    data = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "g1.yaml").read_text())
+    assert config_from_dict(data).contact.swing_weight == 1.0
+    rt = Retargeter.from_config("g1")
+    m, _ = rt.motion_measurements(_one_leg_sway(duration=0.05))
+    assert m[0].weight_scale is None  # off: the measurements as before
+    data["contact"]["swing_weight"] = 0.2
+    assert config_from_dict(data).contact.swing_weight == 0.2
+    data["contact"]["swing_weight"] = 0.0
+    with pytest.raises(RetargetConfigError, match="contact.swing_weight"):
+        config_from_dict(data)
