@@ -12,6 +12,8 @@ complete files are ``config/icub.yaml``, ``config/g1.yaml`` and ``config/talos.y
     calibration:                                 # the robot's T-pose, matching the human model's zero
       base_rpy_deg: [0, 0, 0]                    # base orientation when the robot faces world +x
       joints_deg: {left_shoulder_roll_joint: 90, right_shoulder_roll_joint: -90}
+      beyond_limits: false                       # true: a T-pose outside the joint limits is a reference
+                                                 # for the offsets only (Romeo's arms cannot reach it)
     targets:
       - {link: Pelvis, frame: pelvis, position: true}
       - {link: T8, frame: torso_link}
@@ -299,7 +301,9 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         _human_link(r, root_node["link"], "root.link", links), r.string(root_node["frame"], "root.frame")
     )
 
-    cal = r.mapping(top["calibration"], "calibration", optional=("base_rpy_deg", "joints_deg", "file"))
+    cal = r.mapping(
+        top["calibration"], "calibration", optional=("base_rpy_deg", "joints_deg", "file", "beyond_limits")
+    )
     base_rpy = tuple(
         math.radians(a) for a in r.vector(cal.get("base_rpy_deg", [0, 0, 0]), "calibration.base_rpy_deg")
     )
@@ -498,6 +502,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         calibration_base_rpy=base_rpy,
         calibration_joints=r.joint_angles(cal.get("joints_deg"), "calibration.joints_deg"),
         calibration_file=calibration_file,
+        calibration_beyond_limits=r.boolean(cal.get("beyond_limits", False), "calibration.beyond_limits"),
         initial_joints=initial,
         alignment=alignment,
         feet=tuple(feet),

@@ -173,6 +173,8 @@ class RetargetConfig:
     calibration_base_rpy: Vector3 = (0.0, 0.0, 0.0)
     calibration_joints: dict[str, float] = field(default_factory=dict)
     calibration_file: Path | None = None
+    # the calibration pose may leave the joint limits: a reference for the offsets, never commanded
+    calibration_beyond_limits: bool = False
     initial_joints: dict[str, float] | None = None
     floating_base: bool = True
     description: str = ""
@@ -263,6 +265,8 @@ class RetargetConfig:
             out["robot"]["description"] = self.description
         if self.calibration_file is not None:
             out["calibration"]["file"] = str(self.calibration_file)
+        if self.calibration_beyond_limits:
+            out["calibration"]["beyond_limits"] = True
         if self.initial_joints is not None:
             out["initial"] = {"joints_deg": {k: _deg(v) for k, v in self.initial_joints.items()}}
         if self.feet:

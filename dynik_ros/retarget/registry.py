@@ -129,9 +129,12 @@ class RobotSpec:
     urdf_path: Path
     robot: RobotModel
 
-    def joint_vector(self, angles: dict[str, float], key: str, strict: bool = True) -> np.ndarray:
+    def joint_vector(
+        self, angles: dict[str, float], key: str, strict: bool = True, clip: bool = True, hint: str = ""
+    ) -> np.ndarray:
         """Joint positions from ``{joint: rad}``; unspecified joints at 0 clipped into the limits. With
-        ``strict``, given angles outside the limits or violating ``A s <= b`` raise, naming ``key``."""
+        ``strict``, given angles outside the limits or violating ``A s <= b`` raise, naming ``key`` (and
+        adding ``hint``); with neither ``strict`` nor ``clip`` they are kept as given (a reference pose)."""
         robot = self.robot
         s = np.clip(np.zeros(robot.n_joints), robot.lower, robot.upper)
         for joint, value in angles.items():
@@ -139,9 +142,9 @@ class RobotSpec:
             if strict and not robot.lower[i] - 1e-9 <= value <= robot.upper[i] + 1e-9:
                 raise RetargetConfigError(
                     f"{self.config.where}: {key}.{joint}: {np.degrees(value):.2f} deg is outside the joint "
-                    f"limits [{np.degrees(robot.lower[i]):.2f}, {np.degrees(robot.upper[i]):.2f}] deg"
+                    f"limits [{np.degrees(robot.lower[i]):.2f}, {np.degrees(robot.upper[i]):.2f}] deg{hint}"
                 )
-            s[i] = np.clip(value, robot.lower[i], robot.upper[i])
+            s[i] = np.clip(value, robot.lower[i], robot.upper[i]) if clip or strict else value
         c = robot.constraints
         if strict and c is not None:
             slack = c.b - c.A @ s
@@ -174,15 +177,31 @@ class RobotSpec:
         return q
 
     def calibration_configuration(self) -> np.ndarray:
-        """The robot's calibration T-pose (``calibration.joints_deg``) standing on the ground, facing +x."""
+        """The robot's calibration T-pose (``calibration.joints_deg``) standing on the ground, facing +x.
+        With ``calibration.beyond_limits`` it may leave the joint limits: a robot that cannot reach the
+        T-pose (Romeo's shoulders stop 26.5 deg short) still gets its offsets from it; the IK never goes
+        there."""
+        beyond = self.config.calibration_beyond_limits
         return self.standing_configuration(
-            self.joint_vector(self.config.calibration_joints, "calibration.joints_deg")
+            self.joint_vector(
+                self.config.calibration_joints,
+                "calibration.joints_deg",
+                strict=not beyond,
+                clip=not beyond,
+                hint=" (a robot that cannot reach the T-pose: set calibration.beyond_limits: true, then it "
+                "is the reference of the offsets only)",
+            )
         )
 
     def initial_configuration(self) -> np.ndarray:
-        """The IK start: ``initial.joints_deg`` (default: the calibration pose) standing, facing +x."""
+        """The IK start: ``initial.joints_deg`` (default: the calibration pose, clipped into the joint
+        limits with ``calibration.beyond_limits``) standing, facing +x."""
         angles = self.config.initial_joints
         if angles is None:
+            if self.config.calibration_beyond_limits:
+                return self.standing_configuration(
+                    self.joint_vector(self.config.calibration_joints, "calibration.joints_deg", strict=False)
+                )
             return self.calibration_configuration()
         return self.standing_configuration(self.joint_vector(angles, "initial.joints_deg"))
 
