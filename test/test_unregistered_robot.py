@@ -83,7 +83,6 @@ def test_a_t_pose_beyond_the_limits_gives_the_offsets_and_the_arms_follow_the_pe
     assert np.all((rt.robot.lower - 1e-9 <= s) & (s <= rt.robot.upper + 1e-9))
 
 
-
 def test_the_flag_is_saved_and_read_back(tmp_path):
     from dynik_ros.retarget.config import config_from_dict
 
@@ -91,3 +90,45 @@ def test_the_flag_is_saved_and_read_back(tmp_path):
     data = rt.config.to_dict()
     assert data["calibration"]["beyond_limits"] is True
     assert config_from_dict(data, "again.yaml").calibration_beyond_limits
+
+
+def test_the_summary_margins_leave_out_the_joints_that_never_move(tmp_path, capsys):
+    """Romeo's URDF locks its hands (velocity limit 0) and 20 finger joints mimic them, resting on a limit:
+    dynik-retarget's summary said 'smallest joint-limit margin 0.00 deg (LFinger21)' and 44 % of the samples
+    within 1 deg of a limit on any motion. Ground truth from the written trajectory, moving joints only."""
+    import re
+
+    from dynik_ros.cli.retarget import main
+
+    out = tmp_path / "out"
+    common = [
+        "--motion",
+        "walking",
+        "--duration",
+        "2",
+        "--no-bag",
+        "--no-plots",
+        "--quiet",
+        "--settle",
+        "0.2",
+    ]
+    assert main(["--robot", _romeo(tmp_path, "beyond_limits: true"), *common, "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    rt = Retargeter.from_config(_romeo(tmp_path, "beyond_limits: true"))
+    robot = rt.robot
+    s = np.load(out / "retarget.npz")["q"][:, 7:]
+    moving = np.array(
+        [
+            not robot.locked[i] and robot.mimic.get(j, ("",))[0] not in ("LHand", "RHand")
+            for i, j in enumerate(robot.joint_names)
+        ]
+    )
+    assert moving.sum() == robot.n_joints - 24 and robot.locked.sum() == 2
+    near = np.minimum(s - robot.lower, robot.upper - s)[:, moving]
+    margin = near.min(axis=0)
+    line = re.search(r"smallest joint-limit margin \(joint\)\s+([\d.]+) deg \((\w+)", text)
+    assert line is not None and line.group(2) == np.array(robot.joint_names)[moving][margin.argmin()]
+    assert float(line.group(1)) == pytest.approx(np.degrees(margin.min()), abs=0.006)
+    share = re.search(r"samples within 1 deg of a limit\s+([\d.]+) %", text)
+    assert share is not None
+    assert float(share.group(1)) == pytest.approx(100 * np.mean(near < np.radians(1.0)), abs=0.06)
