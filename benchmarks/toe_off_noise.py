@@ -72,8 +72,9 @@ def noisy_contacts(differentiated: bool = False) -> None:
             print(f"  {scenario:8s} {rate:4.0f} Hz: " + "  ".join(f"{c:>10s}" for c in cells), flush=True)
 
 
-def _live_figures(rt, motion, live: bool) -> tuple[float, float, float, float]:
-    """(MNTE, flat tilt max deg, slide max mm, depth max mm after 0.5 s) of ik_node's path or the offline."""
+def _live_figures(rt, motion, live: bool, max_step: float = 0.02) -> tuple[float, float, float, float]:
+    """(MNTE, flat tilt max deg, slide max mm, depth max mm after 0.5 s) of ik_node's path (its ``max_step``
+    parameter: 0.02 s, the default, or 0, one IK step a sample) or the offline run."""
     from dynik_ros.retarget.foot_figures import foot_figures
     from dynik_ros.retarget.trajectory_errors import trajectory_errors
 
@@ -89,11 +90,14 @@ def _live_figures(rt, motion, live: bool) -> tuple[float, float, float, float]:
         for k in range(len(times)):
             poses = {link: (p[k, i], r[k, i]) for i, link in enumerate(rt.links)}
             twists = {link: (lv[k, i], av[k, i]) for i, link in enumerate(rt.links)}
-            m = rt.measurements(poses, twists, time=float(times[k]), robot_q=ik.q)
+            last = rt.last_sample_time
+            steps = rt.stream_measurements(poses, twists, float(times[k]), ik.q, max_step, 0.1)
             contacts[k] = rt.last_contacts
-            ms.append(m)
+            ms.append(steps[-1][1])
             if k:
-                q[k], v[k] = ik.step(m, min(float(times[k] - times[k - 1]), 0.1))
+                for t, m in steps:  # ik_node's steps: several when the stream is sparse
+                    q[k], v[k] = ik.step(m, min(t - last, 0.1))
+                    last = t
             else:
                 q[k] = ik.q
         sole = [np.asarray(f.sole, dtype=float).reshape(-1, 3) for f in feet]
@@ -143,12 +147,14 @@ def live_path(directory: Path | None) -> None:
             )
         takes.append((name + (f" every {every}th sample" if every > 1 else ""), m))
     print(
-        "MNTE, flat tilt max, slide max, depth max: offline (0.02 s steps) | ik_node's path (a step a sample)"
+        "MNTE, flat tilt max, slide max, depth max: offline (0.02 s steps) | ik_node's path (max_step 0.02, "
+        "the default: the same steps) | ik_node's path with max_step 0 (a step a sample)"
     )
     for robot in ("g1", "talos"):
         for label, motion in takes:
             rt = Retargeter.from_config(robot)
-            cells = [_live_figures(rt, motion, live) for live in (False, True)]
+            cells = [_live_figures(rt, motion, False)]
+            cells += [_live_figures(rt, motion, True, max_step) for max_step in (0.02, 0.0)]
             text = " | ".join(f"{c[0]:.2e}, {c[1]:.1f} deg, {c[2]:.1f} mm, {c[3]:.1f} mm" for c in cells)
             print(f"  {robot:5s} {label:45s} {text}", flush=True)
 

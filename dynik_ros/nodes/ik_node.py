@@ -119,6 +119,9 @@ class IKNode(
         self.rebased = 0
         self.returned = 0  # excursions undone: the stream came back (io/plausibility.py)
         self.dt_clamped = 0
+        self.sub_steps = 0  # IK steps between the samples of a sparse stream (max_step)
+        self._steps_before: list = []
+        self._last_step_dt = 0.0
         self.base_odom_missing = 0
         self.base_odom_ahead = 0
         self.last_qp_status = "none"
@@ -366,9 +369,10 @@ class IKNode(
                 )
                 self._rebase_world()
         try:
+            self._steps_before = []  # a sparse stream's IK steps before this sample (_measurements)
             decoded = self._measurements(links)
-            measurements = self._with_base_feed_forward(decoded, links)
             if self._last_ns is None:
+                measurements = self._with_base_feed_forward(decoded, links)
                 self._initialize(links)
                 q, v = self.ik.q, np.zeros(self.robot.nv)
             else:
@@ -376,10 +380,19 @@ class IKNode(
                 if dt > self.params["max_dt"]:
                     dt = self.params["max_dt"]
                     self.dt_clamped += 1
-                if self._rebase_pending:
-                    self.ik.rebase(measurements, dt)
-                    self._rebase_pending = False
-                self._apply_base_odom(stamp - int(round(dt * 1e9)))  # the step integrates from there
+                if self._rebase_pending or not self._steps_before:
+                    measurements = self._with_base_feed_forward(decoded, links)
+                    if self._rebase_pending:
+                        self.ik.rebase(measurements, dt)
+                        self._rebase_pending = False
+                    self._apply_base_odom(stamp - int(round(dt * 1e9)))  # the step integrates from there
+                else:  # a sparse stream: the offline run's IK steps up to this sample (stream_input.py)
+                    self._apply_base_odom(stamp - int(round(dt * 1e9)))
+                    for step_dt, step in self._steps_before:
+                        self.ik.step(self._with_base_feed_forward(step, links), step_dt)
+                        self.sub_steps += 1
+                    dt = self._last_step_dt
+                    measurements = self._with_base_feed_forward(decoded, links)
                 # rows of the decoded links as they are (no retargeter, no base feed-forward): the decoder
                 # checked them finite and made the rotations from unit quaternions (orthonormal to 1e-15,
                 # det +1), all that DynamicalIK would check again (tested in test_step_fast_paths.py)
@@ -455,9 +468,19 @@ class IKNode(
             # the IK's configuration as the last step left it: with contact.anchor robot a foot turning
             # flat in contact is held where the robot's sole is (retarget/robot_anchor.py)
             robot_q = None if self._last_ns is None else self.ik.q
-            return self._balanced(
-                self.retargeter.measurements(poses, twists, time=time, robot_q=robot_q), time
+            # a sample further than max_step from the last: the steps between, as offline (stream_input.py)
+            last = self.retargeter.last_sample_time
+            steps = self.retargeter.stream_measurements(
+                poses, twists, time, robot_q, self.params["max_step"], self.params["max_dt"]
             )
+            if len(steps) > 1:  # each step's dt from the one before, the first from the last sample
+                before = [last] + [t for t, _ in steps[:-1]]
+                self._steps_before = [
+                    (t - t0, self._balanced(m, t)) for t0, (t, m) in zip(before, steps, strict=True)
+                ]
+                self._last_step_dt, final = self._steps_before.pop()
+                return final
+            return self._balanced(steps[-1][1], time)
         measurements = self.targets.measurements_from_links(poses, twists)
         # the decoder returns the same names list while the stream's names stay: index the targets' rows
         row = {name: i for i, name in enumerate(links.names)}

@@ -104,6 +104,7 @@ class IKOutputs:
             "angular_velocity_rmse": mean(2),
             "position_rmse": mean(3),
             "dt_clamped": self.dt_clamped,
+            "sub_steps": self.sub_steps,
             "held_steps": self.held_steps,
             "rebased": self.rebased,
             "returned": self.returned,

@@ -150,6 +150,15 @@ IK_PARAMS = (
     ),
     ParamSpec("max_dt", 0.1, "Longer gaps between stamps are clamped to this dt [s].", low=1e-4, high=10.0),
     ParamSpec(
+        "max_step",
+        0.02,
+        "With a robot: a sample further than this from the previous one (and at most max_dt) is reached in "
+        "equal IK steps of at most this length, the human links interpolated between the two samples and "
+        "the contact rules run on every step, as dynik-retarget does offline [s]; 0 = one IK step a sample.",
+        low=0.0,
+        high=1.0,
+    ),
+    ParamSpec(
         "max_future_stamp",
         1.0,
         "Inputs stamped further ahead of the node clock are refused [s]; 0 = check against the stream "

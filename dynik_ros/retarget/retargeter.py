@@ -34,12 +34,9 @@ from dynik_ros.retarget.pelvis_reach import PelvisReach
 from dynik_ros.retarget.registry import RobotSpec, load_robot
 from dynik_ros.retarget.robot_anchor import RobotAnchoredFeet, robot_sole_reader
 from dynik_ros.retarget.scaling import FootContact, PositionScaling
+from dynik_ros.retarget.stream_input import Pose, StreamInput
 from dynik_ros.retarget.swing_weight import swing_factors
 from dynik_ros.retarget.trajectory_errors import TrajectoryErrors, trajectory_errors
-
-Pose = tuple[np.ndarray, np.ndarray]
-Twist = tuple[np.ndarray, np.ndarray]
-
 
 # The IK's integration for a robot (DynamicalIKConfig.integration; the solver's default, Adams, stays for
 # human models): on 33 real-capture x robot rows and 18 synthetic walk/run rows (60-240 Hz) the trapezoid
@@ -90,7 +87,7 @@ class RetargetResult:
     anchor_shifts: tuple[tuple[int, float, float, float], ...] = ()
 
 
-class Retargeter:
+class Retargeter(StreamInput):
     """Human-to-robot retargeting for one robot map; see the module docstring.
 
     Attributes: ``robot`` (:class:`RobotModel`), ``targets`` (:class:`TargetSet`), ``spec``
@@ -226,11 +223,12 @@ class Retargeter:
         if self.pelvis_reach is not None:
             self.pelvis_reach.reset()
         self._clock = 0.0
+        self._previous = None  # the last streamed sample (stream_input.py)
 
     def save_state(self) -> dict:
         """A copy of what the retargeter carries from sample to sample (world alignment, contact states,
         clock); :meth:`restore_state` returns to it."""
-        names = ("alignment", "_align_to", "contact", "pelvis_reach", "_clock")
+        names = ("alignment", "_align_to", "contact", "pelvis_reach", "_clock", "_previous")
         return deepcopy({k: getattr(self, k) for k in names})
 
     def restore_state(self, state: dict) -> None:
@@ -418,36 +416,6 @@ class Retargeter:
             for k in range(n)
         ]
         return out, flags
-
-    def measurements(
-        self,
-        poses: Mapping[str, Pose],
-        twists: Mapping[str, Twist] | None = None,
-        time: float | None = None,
-        robot_q: np.ndarray | None = None,
-    ) -> Measurements:
-        """Targets for one sample: ``poses`` ``{link: (p, R)}`` and ``twists`` ``{link: (v, w)}`` in the
-        world frame (Xsens link names). ``time`` (s) times the contact release; default: 100 Hz steps.
-        ``robot_q``: the IK's configuration now (with ``contact.anchor: robot`` a foot turning flat in
-        contact is held where the robot's sole is, :mod:`.robot_anchor`; ``None``: where the human's is)."""
-        missing = [k for k in self.links if k not in poses]
-        if missing:
-            raise InvalidMeasurementError(f"measurement lacks human links {missing}")
-        if time is None:
-            time = self._clock
-            self._clock += 0.01
-        else:
-            self._clock = float(time)
-        p = np.array([poses[k][0] for k in self.links], dtype=float)[None]
-        r = np.array([poses[k][1] for k in self.links], dtype=float)[None]
-        v = w = None
-        if twists:
-            zero = (np.zeros(3), np.zeros(3))
-            v = np.array([twists.get(k, zero)[0] for k in self.links], dtype=float)[None]
-            w = np.array([twists.get(k, zero)[1] for k in self.links], dtype=float)[None]
-        out, flags = self.compute(np.array([time]), p, r, v, w, robot_q=robot_q, replay=False)
-        self.last_contacts = flags[0]  # this sample's foot contact (index of the sole point, -1: none)
-        return out[0]
 
     def motion_arrays(self, motion) -> tuple[np.ndarray, ...]:
         """``(times, positions, rotations, linear, angular)`` of a :class:`Motion`-like object (``times``,
