@@ -91,12 +91,19 @@ def test_bridge_clamps_and_rate_limits(h, human66):
     assert np.any(step > 0)
     assert node.rate_limited >= 1 and node.clamped >= 1
     target = np.minimum(far, human66.upper)
+    before = node.fresh_commands
     for k in range(3000):  # a fresh input stream: the commands converge to the clamped target
         pub.publish(_joint_states(names, far, 3 + k))
         h.spin(0.01)
         if np.allclose(node.last_command, target, atol=1e-9):
             break
-    np.testing.assert_allclose(node.last_command, target, atol=1e-9)
+    # seen once in a full suite on a loaded machine (not reproduced in 11 runs alone, 8 of them under two busy
+    # loops): 1.6e-5 rad short after 3000 inputs; the counters say whether the bridge took them
+    counters = (
+        f"fresh commands {node.fresh_commands - before} of {k + 1} inputs, sent {node.commands_sent}, "
+        f"hold events {node.hold_events}, holding {node._holding}, rejected {node.rejections.total}"
+    )
+    np.testing.assert_allclose(node.last_command, target, atol=1e-9, err_msg=counters)
     bad = _joint_states(names, start, 100)
     bad.position[0] = math.nan
     for _ in range(5):  # best effort: resent until the bridge counted it (a wait, never a race)
