@@ -20,6 +20,8 @@ STATES = {  # transition -> (state it starts from, state it ends in)
     "deactivate": ("active", "inactive"),
     "shutdown": ("unconfigured", "finalized"),
 }
+TRANSITIONAL = ("configuring", "cleaningup", "shuttingdown", "activating", "deactivating", "errorprocessing")
+"""Labels of the states a node passes through during a transition."""
 RESEND_S = 2.0
 """A request unanswered this long is checked (``get_state``) and sent again if it never arrived: Fast DDS
 reports a service ready once the client's request writer matched it, and a request sent before the server
@@ -73,13 +75,23 @@ class LifecycleClient:
             if time.monotonic() > deadline:
                 raise LifecycleError(f"{self.target}: no answer to get_state after {timeout:.0f} s")
 
+    def _settled_state(self, deadline: float) -> str:
+        """:meth:`state`, asked again while the node is in a transition (a resent request refused while the
+        first one is still being carried out, if the node answers its services concurrently)."""
+        while True:
+            state = self.state(max(1.0, deadline - time.monotonic()))
+            if state not in TRANSITIONAL or time.monotonic() > deadline:
+                return state
+            self.executor.spin_once(timeout_sec=0.05)
+
     def change(self, transition: str, timeout: float = 120.0) -> None:
         """Request ``transition`` (a key of :data:`TRANSITIONS`); LifecycleError if refused or unanswered.
 
         An answer that is slow to come is told apart from a lost request by the node's state: still in
         the start state, the request is sent again; in the end state, it was done; in between (e.g.
         *configuring*), the answer is awaited. A resent request that is refused while the node is in the
-        end state was a duplicate of one that arrived late (both queued in a stalled process): done."""
+        end state (once out of any transition) was a duplicate of one that arrived late (both queued in a
+        stalled process): done."""
         request = self._types[1].Request()
         request.transition.id = TRANSITIONS[transition]
         start, goal = STATES[transition]
@@ -92,7 +104,7 @@ class LifecycleClient:
                     return
                 # a resent request is refused when the first one, only late (a process stalled on a
                 # loaded machine answered get_state first), already made the transition: done, not refused
-                if resent and self.state(max(1.0, deadline - time.monotonic())) == goal:
+                if resent and self._settled_state(deadline) == goal:
                     return
                 raise LifecycleError(f"{self.target}: {transition} refused (its log says why)")
             if time.monotonic() > deadline:
