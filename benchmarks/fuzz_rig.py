@@ -136,18 +136,24 @@ class Rig:
         self.nodes.append(node)
         return node
 
-    def add_ik_and_bridge(self, controller: str, *ik_parameters: Any) -> tuple[Any, Any, set[int]]:
-        """ik_node (Human66, ``ik_parameters`` added) and bridge_node (forward commands to ``controller``,
-        message clock) in the rig, and the set the IK's output stamps are collected in."""
+    def add_ik_and_bridge(
+        self, controller: str, *ik_parameters: Any, robot: str = ""
+    ) -> tuple[Any, Any, set[int]]:
+        """ik_node (Human66, or retargeting to ``robot``: a registry name or a map's path; ``ik_parameters``
+        added) and bridge_node (forward commands to ``controller``, message clock) in the rig, and the set
+        the IK's output stamps are collected in."""
         from rclpy.parameter import Parameter
 
         from dynik_ros.nodes.bridge_node import BridgeNode
         from dynik_ros.nodes.ik_node import IKNode
 
-        model = Parameter("model", value="human66")
-        ik = self.add(IKNode(context=self.context, parameter_overrides=[model, *ik_parameters]))
+        if robot:
+            model = [Parameter("model", value=""), Parameter("robot", value=robot)]
+        else:
+            model = [Parameter("model", value="human66")]
+        ik = self.add(IKNode(context=self.context, parameter_overrides=[*model, *ik_parameters]))
         bridge_parameters = [
-            model,
+            *model,
             Parameter("interface", value="forward_command"),
             Parameter("controller", value=controller),
             Parameter("clock", value="message"),
@@ -240,7 +246,9 @@ class Probe:
     """The harness's eyes on the wire (see the module docstring). ``truth[stamp]`` = ``(L, 3, 3)`` link
     rotations registered by the harness; ``errors[stamp]`` = the tracking error of the IK output for it."""
 
-    def __init__(self, rig: Rig, robot: Any, links: list[str], bridge: Any, command_topic: str):
+    def __init__(
+        self, rig: Rig, robot: Any, links: list[str], bridge: Any, command_topic: str, track: bool = True
+    ):
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from nav_msgs.msg import Odometry
@@ -254,7 +262,10 @@ class Probe:
         self.node = rig.add(rclpy.create_node("fuzz_probe", context=rig.context))
         self.robot = robot
         self.data = robot.model.createData()
-        self.frame_ids = [robot.frame_id(name) for name in links]
+        # ``track`` False (a robot retargeted from the links: their rotations are not its frames'): an output
+        # counts as recovered once it arrives finite, its tracking error is not judged
+        self.track = track
+        self.frame_ids = [robot.frame_id(name) for name in links] if track else []
         self.checks = WireChecks(robot.lower, robot.upper, robot.velocity_limit)
         self.truth: OrderedDict[int, np.ndarray] = OrderedDict()
         self.errors: OrderedDict[int, float] = OrderedDict()
@@ -330,6 +341,9 @@ class Probe:
         q = np.concatenate((base, joints))
         if not np.all(np.isfinite(q)):
             _put(self.errors, stamp, float("inf"))
+            return
+        if not self.track:
+            _put(self.errors, stamp, 0.0)
             return
         q[3:7] /= np.linalg.norm(q[3:7]) or 1.0
         pin.framesForwardKinematics(self.robot.model, self.data, q)

@@ -538,3 +538,38 @@ def test_the_rig_leaves_a_context_whose_node_teardown_blocks(rig_module, private
             stuck = created[0].context
             type(created[0]).destroy_node(created[0])
             rclpy.shutdown(context=stuck)
+
+
+def test_the_link_state_fuzzer_drives_a_retargeting_ik_node(fuzz, tmp_path):
+    """``--robot``: the fuzz goes through ik_node retargeting to G1 (contact rules, toe-off noise estimate,
+    with ``anchor: robot`` and ``reach`` on: the options no fuzz reached, Human66 has no retargeter), judged
+    on G1's limits: healthy nodes pass; a bridge commanding 3x too fast is caught."""
+    import yaml
+
+    from dynik_ros.retarget.registry import find_robot_yaml
+
+    data = yaml.safe_load(find_robot_yaml("g1").read_text())
+    data["contact"].update(anchor="robot", reach=True)
+    data["robot"]["name"] = "g1_fuzz"
+    path = tmp_path / "g1_fuzz.yaml"
+    path.write_text(yaml.safe_dump(data))
+    kinds = ("nan", "teleport_persistent", "half_turn")
+    r = fuzz.fuzz_link_states(60, 6, None, kinds, progress=False, robot=str(path))
+    assert not r["checks"].breaches and r["crash_count"] == 0 and r["nodes_active"]
+    assert sum(r["tracker"].freezes.values()) == 0 and r["checks"].commands > 300
+    assert r["refused"].get("nan", 0) > 0 and r["rebased"] > 0
+
+    def tamper(ik, bridge):
+        assert ik.retargeter is not None and ik.retargeter.config.contact.anchor == "robot"
+        bridge.velocity_limit = bridge.velocity_limit * 3.0
+        publish, n = ik._publish_state, ik.robot.n_joints
+
+        def shifted(stamp, q, v):
+            q = np.array(q, dtype=float)
+            q[-n:] += 0.5
+            publish(stamp, q, v)
+
+        ik._publish_state = shifted
+
+    r = fuzz.fuzz_link_states(60, 3, None, ("nan",), progress=False, tamper=tamper, robot=str(path))
+    assert r["checks"].breaches.get("command_too_fast", 0) > 0, r["checks"].breaches
