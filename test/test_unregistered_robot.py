@@ -132,3 +132,37 @@ def test_the_summary_margins_leave_out_the_joints_that_never_move(tmp_path, caps
     share = re.search(r"samples within 1 deg of a limit\s+([\d.]+) %", text)
     assert share is not None
     assert float(share.group(1)) == pytest.approx(100 * np.mean(near < np.radians(1.0)), abs=0.06)
+
+
+def test_a_urdf_without_real_limits_is_named_when_the_map_is_loaded(tmp_path):
+    """A URDF written with placeholder limits (a knee of +-1e30 rad, an ankle at 1e30 rad/s: URDF cannot say
+    'none') loaded silently, and the IK then kept no human range or motor speed on those joints. The load
+    now warns naming each; limits set in the map silence it."""
+    import re
+    import warnings
+
+    from dynik_ros.retarget.registry import resolve_urdf
+
+    urdf = resolve_urdf("example-robot-data:romeo_description/urdf/romeo.urdf").read_text()
+
+    def edit(text: str, joint: str, pattern: str, value: str) -> str:
+        start = text.index(f'<joint name="{joint}"')
+        end = text.index("</joint>", start)
+        return text[:start] + re.sub(pattern, value, text[start:end]) + text[end:]
+
+    urdf = edit(urdf, "RKneePitch", r'lower="[^"]*" upper="[^"]*"', 'lower="-1e30" upper="1e30"')
+    urdf = edit(urdf, "LAnklePitch", r'velocity="[^"]*"', 'velocity="1e30"')
+    (tmp_path / "romeo_placeholder.urdf").write_text(urdf)
+    text = ROMEO.replace("BEYOND", "beyond_limits: true").replace(
+        "example-robot-data:romeo_description/urdf/romeo.urdf", "romeo_placeholder.urdf"
+    )
+    path = tmp_path / "romeo.yaml"
+    path.write_text(text)
+    named = r"do not limit LAnklePitch \(speed 1e\+30 rad/s\), RKneePitch \(range"
+    with pytest.warns(UserWarning, match=named):
+        Retargeter.from_config(str(path))
+    path.write_text(text + "limits: {position_deg: {RKneePitch: [0, 115]}, velocity: {LAnklePitch: 2.1}}\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rt = Retargeter.from_config(str(path))
+    assert rt.robot.velocity_limit[rt.robot.joint_index("LAnklePitch")] == pytest.approx(2.1)

@@ -206,6 +206,9 @@ class RobotSpec:
         return self.standing_configuration(self.joint_vector(angles, "initial.joints_deg"))
 
 
+MAX_LIMITING_SPEED = 100.0  # rad/s: a URDF velocity limit above this is a placeholder (motors: 2-40)
+
+
 def build_robot_model(config: RetargetConfig, urdf_path: Path) -> RobotModel:
     """Parse the URDF with pinocchio, check the map's names against it, apply overrides and constraints."""
     with warnings.catch_warnings():
@@ -235,7 +238,29 @@ def build_robot_model(config: RetargetConfig, urdf_path: Path) -> RobotModel:
                 rows.append(row)
                 bounds.append(b)
         robot.set_constraints(LinearJointConstraints(tuple(joints), np.array(rows), np.array(bounds)))
+    unlimited = unlimited_joints(robot)
+    if unlimited:
+        warnings.warn(
+            f"{config.where}: the URDF's limits do not limit {', '.join(unlimited)}: the IK keeps no human "
+            "range or motor speed there; set them in the map (limits.position_deg, limits.velocity)",
+            stacklevel=2,
+        )
     return robot
+
+
+def unlimited_joints(robot: RobotModel) -> list[str]:
+    """Free joints whose limits are placeholders (a position range over a full turn, a speed over
+    :data:`MAX_LIMITING_SPEED`), each with what it has: a URDF written without real limits."""
+    out = []
+    for i, name in enumerate(robot.joint_names):
+        if robot.locked[i] or name in robot.mimic:
+            continue
+        span = float(robot.upper[i] - robot.lower[i])
+        if span > 2.0 * np.pi:
+            out.append(f"{name} (range {np.degrees(span):.3g} deg)")
+        elif robot.velocity_limit[i] > MAX_LIMITING_SPEED:
+            out.append(f"{name} (speed {robot.velocity_limit[i]:.3g} rad/s)")
+    return out
 
 
 def load_robot(name_or_yaml_path: str | Path) -> RobotSpec:
