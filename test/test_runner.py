@@ -232,3 +232,27 @@ def test_message_clock_of_the_bridge_stays_monotonic_when_stamps_step_back():
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_another_robot_given_to_a_robot_pipeline_is_the_one_retargeted_to(tmp_path):
+    """``dynik-ros run g1_retargeting --param robot:=icub``: the pipeline's ``config_file: config/g1.yaml``
+    won over the override (the nodes load the map file first), so the run retargeted to the G1 and
+    commanded G1 joints without a word. Now a ``robot`` override without a ``config_file`` drops the
+    pipeline's map: the iCub's joints on the wire. A ``config_file`` given with it stays."""
+    from dynik_ros.cli.pipeline_file import apply_overrides
+    from dynik_ros.cli.run import load_pipeline, run_pipeline
+    from dynik_ros.retarget.registry import load_robot
+
+    m = run_pipeline("g1_retargeting", {"robot": "icub"}, tmp_path, duration=0.5, quiet=True)
+    joints = _messages(m["bag"], "/dynik/joint_states")
+    commands = _messages(m["bag"], "/joint_trajectory_controller/joint_trajectory")
+    icub = load_robot("icub").robot.joint_names
+    assert joints and list(joints[0].msg.name) == list(icub)
+    assert commands and set(commands[0].msg.joint_names) <= set(icub)
+
+    pipeline = load_pipeline("g1_retargeting")
+    apply_overrides(pipeline, {"ik_node.robot": "icub", "ik_node.config_file": "my_icub.yaml"})
+    ik = next(e for e in pipeline.nodes if e.executable == "ik_node")
+    bridge = next(e for e in pipeline.nodes if e.executable == "bridge_node")
+    assert ik.parameters["config_file"] == "my_icub.yaml"
+    assert bridge.parameters["config_file"].endswith("g1.yaml")  # not given another robot: its map stays

@@ -118,7 +118,12 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
 
 
 def apply_overrides(pipeline: Pipeline, overrides: Mapping[str, Any]) -> None:
-    """Set ``node.param`` (that node) or ``param`` (every node declaring it) values; unknown names fail."""
+    """Set ``node.param`` (that node) or ``param`` (every node declaring it) values; unknown names fail.
+
+    A node given another ``robot`` without a ``config_file`` drops the pipeline's ``config_file`` (the map of
+    the pipeline's robot, which the nodes load first): ``g1_retargeting --param robot:=icub`` retargeted to
+    the G1 without a word; it now loads the iCub's map (or the map ``robot`` names by path)."""
+    given: dict[int, set[str]] = {}
     for key, value in overrides.items():
         node_name, _, param = key.rpartition(".")
         targets = [n for n in pipeline.nodes if n.name == node_name] if node_name else list(pipeline.nodes)
@@ -128,9 +133,14 @@ def apply_overrides(pipeline: Pipeline, overrides: Mapping[str, Any]) -> None:
         for entry in targets:
             if param in {spec.name for spec in node_class(entry.executable).PARAMS}:
                 entry.parameters[param] = value
+                given.setdefault(id(entry), set()).add(param)
                 hit = True
         if not hit:
             raise PipelineError(f"--param {key}: no node of pipeline '{pipeline.name}' declares '{param}'")
+    for entry in pipeline.nodes:
+        params = given.get(id(entry), set())
+        if "robot" in params and "config_file" not in params and entry.parameters.get("config_file"):
+            entry.parameters["config_file"] = ""
 
 
 def _resolve_path(value: str) -> str:
