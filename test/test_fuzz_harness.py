@@ -401,24 +401,27 @@ def fuzz(private_domain, monkeypatch):
     return fuzz_inputs
 
 
+def _too_fast_bridge(ik, bridge) -> None:
+    """Planted fault: the bridge's velocity limits tripled after the warm-up and the IK output jumped by
+    0.5 rad once (every later output shifted), which the bridge passes on faster than the model allows."""
+    bridge.velocity_limit = bridge.velocity_limit * 3.0
+    publish, n = ik._publish_state, ik.robot.n_joints
+
+    def shifted(stamp, q, v):
+        q = np.array(q, dtype=float)
+        q[-n:] += 0.5
+        publish(stamp, q, v)
+
+    ik._publish_state = shifted
+
+
 def test_the_link_state_fuzzer_catches_a_bridge_that_commands_too_fast(fuzz):
     """Planted fault: the bridge's velocity limits tripled after the warm-up, and the IK output jumps by
     0.5 rad once (the bridge must rate-limit it: ik_node itself no longer jumps, since a re-base keeps the
     posture). The probe must see commands faster than the model's limits (pairing each command with the
     stamp it was commanded for)."""
 
-    def tamper(ik, bridge):
-        bridge.velocity_limit = bridge.velocity_limit * 3.0
-        publish, n = ik._publish_state, ik.robot.n_joints
-
-        def shifted(stamp, q, v):
-            q = np.array(q, dtype=float)
-            q[-n:] += 0.5
-            publish(stamp, q, v)
-
-        ik._publish_state = shifted
-
-    r = fuzz.fuzz_link_states(60, 3, None, ("nan", "teleport"), progress=False, tamper=tamper)
+    r = fuzz.fuzz_link_states(60, 3, None, ("nan", "teleport"), progress=False, tamper=_too_fast_bridge)
     assert r["checks"].breaches.get("command_too_fast", 0) > 0, r["checks"].breaches
     assert r["checks"].max_speed_ratio > 1.5
 
@@ -561,15 +564,7 @@ def test_the_link_state_fuzzer_drives_a_retargeting_ik_node(fuzz, tmp_path):
 
     def tamper(ik, bridge):
         assert ik.retargeter is not None and ik.retargeter.config.contact.anchor == "robot"
-        bridge.velocity_limit = bridge.velocity_limit * 3.0
-        publish, n = ik._publish_state, ik.robot.n_joints
-
-        def shifted(stamp, q, v):
-            q = np.array(q, dtype=float)
-            q[-n:] += 0.5
-            publish(stamp, q, v)
-
-        ik._publish_state = shifted
+        _too_fast_bridge(ik, bridge)
 
     r = fuzz.fuzz_link_states(60, 3, None, ("nan",), progress=False, tamper=tamper, robot=str(path))
     assert r["checks"].breaches.get("command_too_fast", 0) > 0, r["checks"].breaches

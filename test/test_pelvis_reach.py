@@ -136,6 +136,24 @@ def _one_leg_sway(sway: float = 0.35, lift: float = 0.25, duration: float = 3.0,
     return dataclasses.replace(motion, positions=p, rotations=r, linear_velocities=v, angular_velocities=w)
 
 
+def _right_stance_sole(rt: Retargeter, out, start: float = 2.2):
+    """G1's right sole from ``start`` s on, written trajectory ``out`` of :func:`_one_leg_sway`-like takes
+    (right foot in contact throughout, the left one in the air from ``start``): per sample its tilt from
+    level (deg), its leg's lean (deg) and its position; no joint of the whole take beyond its limits."""
+    robot, data = rt.robot, rt.robot.model.createData()
+    foot, hip = robot.frame_id("right_ankle_roll_link"), robot.frame_id("right_hip_roll_link")
+    late = out.times >= start
+    assert (out.contacts[:, 1] >= 0).all() and (out.contacts[late, 0] < 0).all()
+    tilt, leans, soles = [], [], []
+    for q in out.q[late]:
+        pin.framesForwardKinematics(robot.model, data, q)
+        tilt.append(math.degrees(math.acos(min(1.0, data.oMf[foot].rotation[2, 2]))))
+        leans.append(_lean_deg(data.oMf[foot].translation - data.oMf[hip].translation))
+        soles.append(data.oMf[foot].translation.copy())
+    assert (out.q[:, 7:] <= robot.upper + 1e-9).all() and (out.q[:, 7:] >= robot.lower - 1e-9).all()
+    return tilt, leans, soles
+
+
 def _retargeter(on: bool) -> Retargeter:
     rt = Retargeter.from_config("g1")
     rt.config = dataclasses.replace(
@@ -154,17 +172,7 @@ def test_a_stance_leg_leaning_out_during_the_contact_keeps_a_level_sole_with_the
     for on in (True, False):
         rt = _retargeter(on)
         out = rt.retarget_motion(motion, settle=1.0)
-        robot, data = rt.robot, rt.robot.model.createData()
-        foot, hip = robot.frame_id("right_ankle_roll_link"), robot.frame_id("right_hip_roll_link")
-        late = out.times >= 2.2
-        assert (out.contacts[:, 1] >= 0).all() and (out.contacts[late, 0] < 0).all()
-        tilt, leans, soles = [], [], []
-        for q in out.q[late]:
-            pin.framesForwardKinematics(robot.model, data, q)
-            tilt.append(math.degrees(math.acos(min(1.0, data.oMf[foot].rotation[2, 2]))))
-            leans.append(_lean_deg(data.oMf[foot].translation - data.oMf[hip].translation))
-            soles.append(data.oMf[foot].translation.copy())
-        assert (out.q[:, 7:] <= robot.upper + 1e-9).all() and (out.q[:, 7:] >= robot.lower - 1e-9).all()
+        tilt, leans, soles = _right_stance_sole(rt, out)
         if on:
             assert max(tilt) <= 1.0 and max(abs(x) for x in leans) <= 15.0
             assert float(np.ptp(np.array(soles)[:, :2], axis=0).max()) <= 0.005
