@@ -42,6 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from dynik_ros.core.frame_kinematics import mixed_jacobian
+
 MODES = ("hard", "softened", "dropped")  # StepInfo.floor: the rows as posed, softened, left out this step
 MISS = 1e-4  # m/s, rad/s: a solution outside a row by more than this did not meet it
 
@@ -90,9 +92,7 @@ class FloorRows:
             orientation = [t.frame for t in targets.orientation_targets]
             if all(f in position and f in orientation for f in frames):
                 offset = 3 * len(position)
-                frame_rows = [
-                    (3 * position.index(f) + 2, offset + 3 * orientation.index(f)) for f in frames
-                ]
+                frame_rows = [(3 * position.index(f) + 2, offset + 3 * orientation.index(f)) for f in frames]
                 vertical = np.array([frame_rows[f][0] for f in self._point_frame])
                 angular = np.array([frame_rows[f][1] for f in self._point_frame])
                 self._stacked_rows = (vertical, angular, angular + 1)
@@ -146,10 +146,7 @@ class FloorRows:
         for fid in self._frame_ids:
             jac = pin.getFrameJacobian(model, data, fid, pin.LOCAL_WORLD_ALIGNED)
             if nb:  # pinocchio's base-local twist -> mixed (world) base velocity
-                rotation = data.oMi[1].rotation
-                jac = jac.copy()
-                jac[:, :3] = jac[:, :3] @ rotation.T
-                jac[:, 3:6] = jac[:, 3:6] @ rotation.T
+                jac = mixed_jacobian(jac, data.oMi[1].rotation)
             blocks.append(jac)
         stacked = np.array(blocks)[self._point_frame]
         return stacked[:, 2], stacked[:, 3], stacked[:, 4]
@@ -167,9 +164,6 @@ class FloorRows:
         return w0 * self._jacobian, lower, np.full(self.n_rows, np.inf)
 
 
-
 def points_of_feet(feet: Sequence) -> tuple[tuple[str, tuple[float, float, float]], ...]:
     """The sole points of a map's feet (``FootSpec``: ``frame``, ``sole``) as :attr:`FloorConfig.points`."""
-    return tuple(
-        (foot.frame, tuple(float(x) for x in point)) for foot in feet for point in foot.sole
-    )
+    return tuple((foot.frame, tuple(float(x) for x in point)) for foot in feet for point in foot.sole)

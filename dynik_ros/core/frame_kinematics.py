@@ -168,3 +168,12 @@ def to_mixed_velocity(v_pinocchio: np.ndarray, base_rotation: np.ndarray, floati
     out[:3] = base_rotation @ v_pinocchio[:3]
     out[3:6] = base_rotation @ v_pinocchio[3:6]
     return out
+
+
+def mixed_jacobian(jacobian: np.ndarray, base_rotation: np.ndarray) -> np.ndarray:
+    """A pinocchio Jacobian (columns on the base-local free-flyer tangent) on mixed ``nu`` instead: the base
+    columns times ``R_B^T`` (:func:`to_pinocchio_velocity`); a new array."""
+    out = np.array(jacobian, dtype=float)
+    out[:, :3] = out[:, :3] @ base_rotation.T
+    out[:, 3:6] = out[:, 3:6] @ base_rotation.T
+    return out

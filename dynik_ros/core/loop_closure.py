@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from dynik_ros.core.frame_kinematics import mixed_jacobian
 from dynik_ros.core.robot_model import RobotModel
 
 RANK_TOLERANCE = 1e-6  # loop directions moved less than this (relative to the best) are left alone
@@ -113,9 +114,7 @@ class LoopRows:
             jac = pin.getFrameJacobian(model, data, a, pin.LOCAL_WORLD_ALIGNED)[:3]
             jac = jac - pin.getFrameJacobian(model, data, b, pin.LOCAL_WORLD_ALIGNED)[:3]
             if nb:  # pinocchio's base-local twist -> mixed (world) base velocity
-                jac = jac.copy()
-                jac[:, :3] = jac[:, :3] @ base_rotation.T
-                jac[:, 3:6] = jac[:, 3:6] @ base_rotation.T
+                jac = mixed_jacobian(jac, base_rotation)
             rows = jac[list(loop.axes)]
             m = len(loop.axes)
             shrink = 1.0 - min(1.0, loop.gain * dt)
