@@ -215,6 +215,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--force-calibration", action="store_true", help="calibrate even on a frame far from a T-pose"
     )
     parser.add_argument(
+        "--subject",
+        choices=("capture", "model"),
+        default="capture",
+        help="a recorded motion without a calibration frame is scaled from the capture's own subject in "
+        "T-pose (its rigid segments; io/skeleton_tpose.py; the default) or from the human model at the map's "
+        "human.height",
+    )
+    parser.add_argument(
         "--time-scale",
         type=float,
         default=1.0,
@@ -369,6 +377,26 @@ def _calibrate(retargeter: Any, poses: dict, where: str, force: bool) -> None:
     retargeter.calibrate(poses)
 
 
+def _calibrate_on_subject(retargeter: Any, motion: Any) -> None:
+    """Calibrate a recorded motion on its own subject in T-pose (:mod:`dynik_ros.io.skeleton_tpose`), with a
+    notice of the root height it stands at; the human model (the map's ``human.height``) if it has no
+    complete skeleton."""
+    from dynik_ros.io.skeleton_tpose import skeleton_tpose
+
+    try:
+        poses = skeleton_tpose(motion)
+    except ValueError as exc:
+        print(f"dynik-retarget: {exc}: calibrated on the human model instead", file=sys.stderr)
+        return
+    model_height = retargeter.calibration.human_root_height
+    calibration = retargeter.calibrate(poses, source="the capture's subject in T-pose (skeleton_tpose)")
+    print(
+        f"dynik-retarget: calibrated on the capture's own subject: root {calibration.human_root_height:.3f} m "
+        f"above the floor (the human model's: {model_height:.3f} m), root scale {calibration.root_scale:.3f}",
+        file=sys.stderr,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -449,6 +477,8 @@ def main(argv: list[str] | None = None) -> int:
                     retargeter, poses, f"{motion.name}: the file's {kind} frame", args.force_calibration
                 )
                 print(f"dynik-retarget: calibrated on the file's {kind} frame", file=sys.stderr)
+        elif args.calibration is None and args.motion is None and args.subject == "capture":
+            _calibrate_on_subject(retargeter, motion)
     except (RetargetConfigError, KeyError, ValueError, FileNotFoundError, FileExistsError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"dynik-retarget: error: {message}", file=sys.stderr)

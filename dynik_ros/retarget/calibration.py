@@ -148,12 +148,14 @@ def calibrate(
     spec: RobotSpec,
     human_poses: Mapping[str, Pose] | None = None,
     ground_height: float | None = None,
+    source: str | None = None,
 ) -> Calibration:
     """Compute a :class:`Calibration` from a human calibration frame (T-pose) and the robot's T-pose.
 
     ``human_poses`` default to the human model's zero configuration (:func:`human_tpose`, subject from
     the map's ``human`` section); ``ground_height`` defaults to the map's ``human.ground_height``. Offsets
-    given by hand in the map are kept as they are.
+    given by hand in the map are kept as they are. ``source``: what the poses are (the saved calibration's
+    ``source``; default "human model T-pose" or "calibration frame").
     """
     config = spec.config
     ground = config.human.ground_height if ground_height is None else float(ground_height)
@@ -235,7 +237,7 @@ def calibrate(
         human_root_height=human_root_height,
         robot_root_height=robot_root_height,
         foot_clearance=clearance,
-        source="human model T-pose" if from_model else "calibration frame",
+        source=source or ("human model T-pose" if from_model else "calibration frame"),
     )
 
 

@@ -198,11 +198,15 @@ class Retargeter(StreamInput):
         self.set_calibration(self.calibration)
 
     def calibrate(
-        self, poses: Mapping[str, Pose] | None = None, ground_height: float | None = None
+        self,
+        poses: Mapping[str, Pose] | None = None,
+        ground_height: float | None = None,
+        source: str | None = None,
     ) -> Calibration:
         """Recompute offsets and ratios from a human calibration frame ``{link: (p, R)}`` in T-pose (default:
-        the human model's zero configuration) and use them; returns the new :class:`Calibration`."""
-        calibration = calibrate(self.spec, poses, ground_height)
+        the human model's zero configuration; a capture's own subject: :func:`dynik_ros.io.skeleton_tpose.
+        skeleton_tpose`) and use them; returns the new :class:`Calibration` (``source``: :func:`calibrate`)."""
+        calibration = calibrate(self.spec, poses, ground_height, source)
         self.set_calibration(calibration)
         return calibration
 
