@@ -147,7 +147,8 @@ def test_dynik_retarget_judges_a_noisy_30_hz_take_on_its_samples_too(tmp_path, c
     the noisy 30 Hz standing subject above, its written contacts are one per foot as well (it once fed the
     noise estimate the interpolated IK steps too, and the feet flickered) and its trajectory is the API's."""
     from dynik_ros.cli.retarget import main
-    from dynik_ros.io.human_motion import save_npz_motion
+    from dynik_ros.io.human_motion import read_npz_motion, save_npz_motion
+    from dynik_ros.io.skeleton_tpose import skeleton_tpose
 
     motion = synthetic_human_motion("tpose", 3.0, 30.0, noise=NoiseSpec(position=0.003), seed=0)
     path = save_npz_motion(motion, tmp_path / "noisy_30hz.npz")
@@ -156,5 +157,7 @@ def test_dynik_retarget_judges_a_noisy_30_hz_take_on_its_samples_too(tmp_path, c
     assert main(args) == 0
     written = np.load(out / "retarget.npz")
     assert [_runs(written["contacts"][:, f]) for f in range(2)] == [1, 1]
-    api = Retargeter.from_config("g1").retarget_motion(motion, settle=1.0)
+    retargeter = Retargeter.from_config("g1")  # calibrated, like the command line, on the take's own subject
+    retargeter.calibrate(skeleton_tpose(read_npz_motion(path)))
+    api = retargeter.retarget_motion(motion, settle=1.0)
     np.testing.assert_allclose(written["q"], api.q, atol=1e-9)
