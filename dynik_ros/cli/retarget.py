@@ -391,8 +391,9 @@ def _calibrate_on_subject(retargeter: Any, motion: Any) -> None:
     model_height = retargeter.calibration.human_root_height
     calibration = retargeter.calibrate(poses, source="the capture's subject in T-pose (skeleton_tpose)")
     print(
-        f"dynik-retarget: calibrated on the capture's own subject: root {calibration.human_root_height:.3f} m "
-        f"above the floor (the human model's: {model_height:.3f} m), root scale {calibration.root_scale:.3f}",
+        f"dynik-retarget: calibrated on the capture's own subject: root {calibration.human_root_height:.3f} "
+        f"m above the floor (the human model's: {model_height:.3f} m), root scale "
+        f"{calibration.root_scale:.3f}",
         file=sys.stderr,
     )
 

@@ -54,7 +54,7 @@ def skeleton_tpose(motion) -> dict[str, Pose]:
     links = list(motion.links)
     missing = [s for s in XSENS_SEGMENTS if s not in links]
     if missing:
-        raise ValueError(f"{motion.name}: a T-pose of the capture's skeleton needs every segment, lacks {missing}")
+        raise ValueError(f"{motion.name}: the capture's T-pose needs every segment, it lacks {missing}")
     offsets = segment_offsets(motion)
     positions = {"Pelvis": np.zeros(3)}
     for segment in XSENS_SEGMENTS:  # parents come before their children in this order

@@ -204,8 +204,9 @@ class Retargeter(StreamInput):
         source: str | None = None,
     ) -> Calibration:
         """Recompute offsets and ratios from a human calibration frame ``{link: (p, R)}`` in T-pose (default:
-        the human model's zero configuration; a capture's own subject: :func:`dynik_ros.io.skeleton_tpose.
-        skeleton_tpose`) and use them; returns the new :class:`Calibration` (``source``: :func:`calibrate`)."""
+        the human model's zero configuration; a capture's own subject:
+        :func:`dynik_ros.io.skeleton_tpose.skeleton_tpose`) and use them; returns the new
+        :class:`Calibration` (``source``: :func:`calibrate`)."""
         calibration = calibrate(self.spec, poses, ground_height, source)
         self.set_calibration(calibration)
         return calibration
