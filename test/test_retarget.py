@@ -347,15 +347,18 @@ def test_first_frame_with_a_180_degree_heading_difference_converges(robot):
     """The human walks towards -x while the robot starts facing +x (iCub's base even points backwards):
     the yaw alignment makes the first frame consistent, and the result equals the heading-0 run (within
     OSQP's tolerance, 1e-5: with the floor rows binding, the two runs' QPs are solved by OSQP, not by the
-    unconstrained shortcut alone; iCub then differs by 1.2e-6 rad on one joint for 5 samples)."""
+    unconstrained shortcut alone, to eps 1e-5 a step, and their difference builds up over a few steps: iCub
+    differed by 1.2e-6 rad on one joint for 5 samples on one machine, by 4.9e-5 rad on another, whose BLAS
+    kernels round differently; 2e-4 rad is 0.01 deg). The heading-0 run is made first: it re-aligns the
+    shared retargeter, so made after it the alignment checked below was its own (0 deg, run alone)."""
+    straight = retargeted(robot, "walking")
     rt = retargeter(robot)
     turned = rt.retarget_motion(human("walking", 180.0))
-    straight = retargeted(robot, "walking")
     assert math.isclose(abs(math.degrees(rt.alignment.yaw)), 180.0, abs_tol=1e-6)
     assert turned.mnte[0] < 0.1
     assert turned.mnte[int(0.5 * RATE) :].max() < 2e-3
     assert turned.q[-1, 0] > turned.q[0, 0] + 1.0  # the robot walks forward, along +x
-    np.testing.assert_allclose(turned.q[:, 7:], straight.q[:, 7:], atol=1e-5)
+    np.testing.assert_allclose(turned.q[:, 7:], straight.q[:, 7:], atol=2e-4)
 
     # premise: without the alignment the first frame is the pi equilibrium of Appendix A
     data = map_dict(robot)
