@@ -39,16 +39,22 @@ def test_walking_pipeline_reaches_the_probe_and_shuts_down(private_domain):
         spin_until(pipeline.executor, pipeline.probe, lambda: pipeline.wearable.finished, 60.0)
         for node in reversed(pipeline.nodes):  # no command after this
             node.trigger_deactivate()
-        # the commands are reliable: every one sent reaches the probe (the bound only ends a failed run)
-        spin_until(
-            pipeline.executor, pipeline.probe, lambda: len(commands) >= pipeline.bridge.commands_sent, 60.0
-        )
+        # the last command sent reaches the probe (reliable, and the newest in a KEEP_LAST history; with the
+        # probe in the nodes' executor a loaded machine may drop older ones: 28 of 38 arrived once in a full
+        # suite beside four others; the bound only ends a failed run)
+        spin_until(pipeline.executor, pipeline.probe, lambda: _last_arrived(commands, pipeline.bridge), 60.0)
     finally:
         walking_pipeline.shut_down(pipeline)
     assert pipeline.wearable.published == 30
-    assert len(commands) >= 1 and len(commands) == pipeline.bridge.commands_sent
+    assert _last_arrived(commands, pipeline.bridge)
+    assert 1 <= len(commands) <= pipeline.bridge.commands_sent
     assert len(commands[0].data) == 66  # forward_command: every Human66 joint
     assert not pipeline.context.ok()
+
+
+def _last_arrived(commands: list, bridge) -> bool:
+    last = bridge.last_command
+    return bool(commands) and last is not None and list(commands[-1].data) == list(last)
 
 
 def test_unknown_executor_is_refused():
