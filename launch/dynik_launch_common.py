@@ -241,10 +241,10 @@ def robot_map(robot: str, config_file: str = "") -> Path:
 def robot_urdf(robot: str, config_file: str = "") -> Path:
     """URDF of ``robot``: the ``robot.urdf`` entry of its retargeting map, so RViz shows the model the IK
     solves on (``example-robot-data:<path>``, absolute, or relative to the map)."""
-    import yaml
+    from dynik_ros.io.yaml_file import load_yaml
 
     path = robot_map(robot, config_file)
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = load_yaml(path) or {}
     location = str((data.get("robot") or {}).get("urdf", ""))
     if not location:
         raise RuntimeError(f"retargeting map {path} has no robot.urdf entry")
@@ -258,9 +258,9 @@ def robot_urdf(robot: str, config_file: str = "") -> Path:
 
 def robot_base_frame(config_file: str) -> str:
     """The robot's base link named by its retargeting map (``root.frame``), or '' when it names none."""
-    import yaml
+    from dynik_ros.io.yaml_file import load_yaml
 
-    data = yaml.safe_load(Path(config_file).read_text(encoding="utf-8")) or {}
+    data = load_yaml(config_file) or {}
     root = data.get("root") if isinstance(data, dict) else None
     return str(root.get("frame", "")) if isinstance(root, dict) else ""
 

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from dynik_ros.io.yaml_file import YamlFileError, load_yaml, parse_yaml
 from dynik_ros.models.assets import share_path
 
 NODE_CLASSES = {
@@ -31,7 +30,6 @@ COMMANDS_TOKEN = "@commands"
 
 class PipelineError(RuntimeError):
     """A pipeline that cannot be loaded or run; the message says which node or parameter."""
-
 
 
 @dataclass
@@ -82,7 +80,12 @@ def load_pipeline(name_or_path: str | Path) -> Pipeline:
         raise PipelineError(
             f"unknown pipeline '{name_or_path}'; available: {', '.join(available_pipelines())}"
         )
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = load_yaml(path) or {}
+    except YamlFileError as exc:
+        raise PipelineError(str(exc)) from None
+    if not isinstance(data, Mapping):
+        raise PipelineError(f"{path}: a pipeline file is a mapping (description, nodes, record)")
     entries = []
     for i, item in enumerate(data.get("nodes") or []):
         if not isinstance(item, Mapping) or "executable" not in item:
@@ -113,7 +116,10 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
         key, sep, value = item.partition(":=")
         if not sep or not key:
             raise PipelineError(f"--param expects name:=value or node.name:=value, got '{item}'")
-        out[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+        try:
+            out[key.strip()] = parse_yaml(value, f"--param {item}") if value.strip() else ""
+        except YamlFileError as exc:
+            raise PipelineError(str(exc)) from None
     return out
 
 
@@ -168,4 +174,3 @@ def typed_parameters(entry: NodeEntry) -> list:
             value = _resolve_path(value)
         out.append(Parameter(name, value=value))
     return out
-

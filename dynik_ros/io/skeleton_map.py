@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 
+from dynik_ros.io.yaml_file import YamlFileError, load_yaml
 from dynik_ros.models.segments import XSENS_SEGMENTS
 
 SKELETON_DIR = Path(__file__).resolve().parents[2] / "config" / "skeletons"
@@ -56,9 +56,9 @@ def load_skeleton_map(path: str | Path) -> SkeletonMap:
     """A skeleton map YAML (``name``, ``segments: {Xsens segment: BVH joint}``); errors name the file."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise SkeletonMapError(f"{path}: cannot read the skeleton map: {str(exc).splitlines()[0]}") from None
+        data = load_yaml(path)
+    except YamlFileError as exc:
+        raise SkeletonMapError(f"skeleton map {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("segments"), dict):
         raise SkeletonMapError(f"{path}: a skeleton map needs 'segments: {{Xsens segment: BVH joint}}'")
     segments = {str(k): str(v) for k, v in data["segments"].items()}

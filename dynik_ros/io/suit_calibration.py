@@ -33,6 +33,7 @@ import numpy as np
 import yaml
 
 from dynik_ros.core.quaternion import quaternion_from_rotation, quaternion_multiply, rotation_from_quaternion
+from dynik_ros.io.yaml_file import YamlFileError, load_yaml
 
 FORMAT = "dynik_ros/suit_calibration/1"
 POSES = ("tpose", "npose")
@@ -273,9 +274,9 @@ class SuitCalibration:
     def load(cls, path: str | Path) -> SuitCalibration:
         path = Path(path).expanduser()
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise CalibrationError(f"{path}: cannot read: {exc}") from None
+            data = load_yaml(path)
+        except YamlFileError as exc:
+            raise CalibrationError(str(exc)) from None
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise CalibrationError(f"{path}: not a suit calibration (expected format: {FORMAT})")
         try:

@@ -31,6 +31,7 @@ import numpy as np
 import pinocchio as pin
 import yaml
 
+from dynik_ros.io.yaml_file import YamlFileError, load_yaml
 from dynik_ros.retarget.config import RetargetConfigError, check_rotation
 from dynik_ros.retarget.human import human_tpose
 from dynik_ros.retarget.registry import RobotSpec
@@ -110,7 +111,10 @@ class Calibration:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"calibration file not found: {path}")
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        try:
+            data = load_yaml(path)
+        except YamlFileError as exc:
+            raise RetargetConfigError(str(exc)) from None
 
         def error(key: str, message: str) -> RetargetConfigError:
             return RetargetConfigError(f"{path}: {key}: {message}")

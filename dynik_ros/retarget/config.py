@@ -55,8 +55,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
+from dynik_ros.io.yaml_file import YamlFileError, load_yaml
 from dynik_ros.retarget.balance import balance_from_dict, regularizers_from_dict
 from dynik_ros.retarget.config_types import (  # noqa: F401 - re-exported: the map's types live there
     ALIGNMENTS,
@@ -530,7 +530,7 @@ def load_retarget_config(path: str | Path) -> RetargetConfig:
     if not path.is_file():
         raise FileNotFoundError(f"retargeting map not found: {path}")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise RetargetConfigError(f"{path}: not valid YAML: {exc}") from None
+        data = load_yaml(path)
+    except YamlFileError as exc:
+        raise RetargetConfigError(str(exc)) from None
     return config_from_dict(data, path)

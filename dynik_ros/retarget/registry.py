@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
-import yaml
 
 from dynik_ros.core.robot_model import LinearJointConstraints, RobotModel
+from dynik_ros.io.yaml_file import YamlFileError, load_yaml
 from dynik_ros.models.assets import share_path
 from dynik_ros.retarget.config import RetargetConfig, RetargetConfigError, load_retarget_config, rpy_matrix
 
@@ -84,11 +84,14 @@ def config_dirs() -> list[Path]:
     return dirs
 
 
-def _is_retarget_map(path: Path) -> bool:
-    """Whether a YAML file is a retargeting map (other nodes' parameter files share ``config/``)."""
+def _is_retarget_map(path: Path, strict: bool = False) -> bool:
+    """Whether a YAML file is a retargeting map (other nodes' parameter files share ``config/``); a file
+    that is not valid YAML (or repeats a key) is not one, or with ``strict`` raises its error."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        data = load_yaml(path)
+    except YamlFileError:
+        if strict:
+            raise
         return False
     return isinstance(data, dict) and "robot" in data and "targets" in data
 
@@ -111,7 +114,7 @@ def find_robot_yaml(name_or_path: str | Path) -> Path:
         return path
     for d in config_dirs():
         candidate = d / f"{name_or_path}.yaml"
-        if candidate.is_file() and _is_retarget_map(candidate):
+        if candidate.is_file() and _is_retarget_map(candidate, strict=True):
             return candidate
     raise KeyError(
         f"unknown robot '{name_or_path}'; available: {', '.join(available_robots()) or 'none'} "
