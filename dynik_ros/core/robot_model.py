@@ -17,6 +17,7 @@ import numpy as np
 import pinocchio as pin
 
 from dynik_ros.core.quaternion import quaternion_from_rotation, rotation_from_quaternion
+from dynik_ros.core.urdf_check import UrdfError, check_urdf  # noqa: F401 - UrdfError re-exported
 
 DEFAULT_VELOCITY_LIMIT = 10.0  # rad/s, used where a URDF gives no (or a zero) velocity limit
 
@@ -98,17 +99,23 @@ class RobotModel:
         velocity_limit_overrides: dict[str, float] | None = None,
         constraints: LinearJointConstraints | None = None,
         locked_joints: list[str] | tuple[str, ...] = (),
+        source: str = "URDF",
     ) -> RobotModel:
         """Parse a URDF with pinocchio (free-flyer root unless ``floating_base`` is false).
 
         ``<mimic>`` joints follow their leader; joints whose URDF velocity limit is 0 (passive joints,
         hands driven elsewhere) and those named in ``locked_joints`` are locked at their neutral value, with
-        one warning listing the joints locked by the URDF. A velocity override of 0 also locks."""
-        model = (
-            pin.buildModelFromXML(xml, pin.JointModelFreeFlyer())
-            if floating_base
-            else pin.buildModelFromXML(xml)
-        )
+        one warning listing the joints locked by the URDF. A velocity override of 0 also locks. A URDF that
+        is not a robot tree is a :class:`UrdfError` naming ``source`` (the file) and the fault."""
+        check_urdf(xml, source)
+        try:
+            model = (
+                pin.buildModelFromXML(xml, pin.JointModelFreeFlyer())
+                if floating_base
+                else pin.buildModelFromXML(xml)
+            )
+        except (RuntimeError, ValueError) as exc:  # a fault check_urdf does not look for
+            raise UrdfError(f"{source}: pinocchio cannot build a model from it: {exc}") from None
         zero_velocity, mimic = _urdf_joint_details(xml)
         robot = cls._from_pinocchio(model, floating_base, joint_limit_overrides, None, constraints)
         robot.mimic = {f: m for f, m in mimic.items() if f in robot.joint_names and m[0] in robot.joint_names}
@@ -136,7 +143,11 @@ class RobotModel:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"URDF file not found: {path}")
-        return cls.from_urdf_string(path.read_text(), **kwargs)
+        try:
+            xml = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UrdfError(f"{path}: cannot read the URDF: {exc}") from None
+        return cls.from_urdf_string(xml, source=str(path), **kwargs)
 
     @classmethod
     def _from_pinocchio(

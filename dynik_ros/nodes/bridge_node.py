@@ -194,7 +194,7 @@ class BridgeNode(DynikLifecycleNode):
         if p["urdf"]:
             try:
                 return RobotModel.from_urdf_file(p["urdf"])
-            except FileNotFoundError as exc:
+            except (FileNotFoundError, ValueError) as exc:  # UrdfError: names the file and the fault
                 raise ConfigError("urdf", str(exc)) from None
         if p["robot"]:
             try:

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import reprlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,8 @@ class _Reader:
         self, node: Any, key: str, required: Sequence[str] = (), optional: Sequence[str] = ()
     ) -> Mapping[str, Any]:
         if not isinstance(node, Mapping):
-            raise self.error(key, f"expected a mapping, got {type(node).__name__} {node!r}")
+            shown = reprlib.repr(node)  # a whole file read as one string must not fill the screen
+            raise self.error(key, f"expected a mapping, got {type(node).__name__} {shown}")
         valid = list(required) + list(optional)
         for name in node:
             if name not in valid:

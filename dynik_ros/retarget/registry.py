@@ -23,11 +23,13 @@ import numpy as np
 import pinocchio as pin
 
 from dynik_ros.core.robot_model import LinearJointConstraints, RobotModel
+from dynik_ros.core.urdf_check import UrdfError
 from dynik_ros.io.yaml_file import YamlFileError, load_yaml
 from dynik_ros.models.assets import share_path
 from dynik_ros.retarget.config import RetargetConfig, RetargetConfigError, load_retarget_config, rpy_matrix
 
 ROBOT_PATH_ENV = "DYNIK_ROBOT_PATH"
+URDF_SUFFIXES = (".urdf", ".xacro", ".xml", ".sdf")  # robot descriptions, which a map names in robot.urdf
 EXAMPLE_ROBOT_DATA = "example-robot-data:"
 _ERD_RELATIVE = Path("share", "example-robot-data", "robots")
 
@@ -108,6 +110,11 @@ def available_robots() -> list[str]:
 def find_robot_yaml(name_or_path: str | Path) -> Path:
     """The map file of a robot name, or the given path if it is a file."""
     path = Path(name_or_path)
+    if path.suffix.lower() in URDF_SUFFIXES:
+        raise RetargetConfigError(
+            f"{path}: a URDF, not a retargeting map: give a robot name or the map (.yaml) whose robot.urdf "
+            "names this file (README: Adding a robot)"
+        )
     if path.suffix in (".yaml", ".yml") or path.is_file():
         if not path.is_file():
             raise FileNotFoundError(f"retargeting map not found: {path}")
@@ -216,7 +223,10 @@ def build_robot_model(config: RetargetConfig, urdf_path: Path) -> RobotModel:
     """Parse the URDF with pinocchio, check the map's names against it, apply overrides and constraints."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        robot = RobotModel.from_urdf_file(urdf_path, floating_base=config.floating_base)
+        try:
+            robot = RobotModel.from_urdf_file(urdf_path, floating_base=config.floating_base)
+        except UrdfError as exc:
+            raise RetargetConfigError(f"{config.where}: robot.urdf: {exc}") from None
     robot.name = config.name
     config.check_model(robot)
     if config.velocity_cap is not None:
