@@ -34,3 +34,23 @@ def test_filling_the_ring_does_not_grow_resident_memory():
     created, filled = (float(x) for x in out.stdout.split())
     assert created > 60, f"the ring is not resident at creation ({created:.1f} MB)"
     assert filled < 4, f"filling grew the process by {filled:.1f} MB"
+
+
+def test_recent_and_membership_read_the_last_samples_at_every_fill_level():
+    """``recent`` copies only the last samples (it copied the whole ring first: 10^5 rows for the last
+    500); checked against the appended values before, at and after the wrap; int64 rows keep epoch stamps
+    in nanoseconds exactly (float64 would not)."""
+    import numpy as np
+
+    from dynik_ros.core.rolling import RollingSamples
+
+    ring = RollingSamples(capacity=7, dtype=np.int64)
+    appended: list[int] = []
+    for i in range(20):
+        stamp = 1_700_000_000_000_000_000 + i
+        ring.append(stamp)
+        appended.append(stamp)
+        for count in (0, 1, 3, 7, 9):
+            expected = appended[-7:][-count:] if count else []
+            assert ring.recent(count).tolist() == expected, (i, count)
+        assert stamp in ring and (i < 7 or appended[-8] not in ring)

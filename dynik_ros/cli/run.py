@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -229,7 +228,6 @@ class PipelineRunner:
         """Spin until the wearable's source is exhausted and the IK answered its last sample (or a quiet
         0.5 s), then 0.2 s more for the last commands and recordings; True if the timeout ended it."""
         wearable = next(n for n in nodes.values() if hasattr(n, "finished"))
-        outputs = self.tracer.events.setdefault("ik_output", OrderedDict())
         state: dict[str, float] = {}
 
         def done() -> bool:
@@ -238,7 +236,7 @@ class PipelineRunner:
             now = time.perf_counter()
             state.setdefault("finished", now)
             last = self.tracer.newest.get("link_states")
-            if last is None or last in outputs or now - state["finished"] > 0.5:
+            if last is None or self.tracer.seen("ik_output", last) or now - state["finished"] > 0.5:
                 state.setdefault("drained", now + 0.2)
             return now >= state.get("drained", math.inf)
 

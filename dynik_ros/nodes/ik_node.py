@@ -18,7 +18,6 @@ counted by reason in diagnostics and never stop the node.
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
 from dynik_ros.core.metrics import TrackingEvaluator
 from dynik_ros.core.regularizers import RegularizerConfig
 from dynik_ros.core.robot_model import RobotModel
-from dynik_ros.core.rolling import RollingSamples
+from dynik_ros.core.rolling import LOG_ROWS, RollingSamples
 from dynik_ros.core.targets import InvalidMeasurementError, Measurements
 from dynik_ros.io import plausibility, stamp_guard
 from dynik_ros.nodes.calibration_services import RetargetCalibrationServices
@@ -101,7 +100,8 @@ class IKNode(
         self._pub_js = self._pub_odom = self._pub_markers = self._pub_diag = self._pub_tf = None
         self._pub_target = None
         # with use_base_odom: the base published per step, (stamp [s], x, y, z, qx, qy, qz, qw, clock [s])
-        self.base_log: deque[tuple[float, ...]] = deque(maxlen=200_000)
+        use_base_odom = (getattr(self, "params", None) or {}).get("use_base_odom", False)
+        self.base_log = RollingSamples(LOG_ROWS if use_base_odom else 1, width=9)
         self._tf_type = None
         self._latest = None
         self.tf_available = False

@@ -24,7 +24,6 @@ Anything a callback raises is counted as ``unhandled`` and never ends the node.
 from __future__ import annotations
 
 import math
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -34,7 +33,7 @@ from nav_msgs.msg import Odometry
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from dynik_ros.core.quaternion import quaternion_from_rotation, rotation_from_quaternion
-from dynik_ros.core.rolling import RollingSamples
+from dynik_ros.core.rolling import LOG_ROWS, RollingSamples
 from dynik_ros.io import plausibility
 from dynik_ros.nodes.base_estimation import (
     JUMP,
@@ -250,7 +249,7 @@ class MocapNode(DynikLifecycleNode):
         self._occlusions_reported = 0
         self.latencies = RollingSamples(10_000)
         # what was published: (stamp [s], x, y, z, qx, qy, qz, qw), for the run's figures
-        self.published_log: deque[tuple[float, ...]] = deque(maxlen=200_000)
+        self.published_log = RollingSamples(LOG_ROWS, width=8)
         params = getattr(self, "params", None) or {}
         self.gaps = GapMonitor(params.get("occlusion_timeout", 0.02))
         self.plausible = plausibility.PlausibilityGuard(

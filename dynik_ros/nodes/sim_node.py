@@ -36,6 +36,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from dynik_ros.core.rolling import LOG_ROWS, RollingSamples
 from dynik_ros.nodes.common import (
     COMMAND_QOS,
     RELIABLE_QOS,
@@ -172,11 +173,15 @@ class SimNode(DynikLifecycleNode):
         self._reset_counts()
 
     def _reset_counts(self) -> None:
-        # what the tracking summary compares: commands as received, joints and base as simulated (sim time)
-        self.command_log: deque[tuple[float, np.ndarray]] = deque(maxlen=100_000)
-        self.state_log: deque[tuple[float, np.ndarray, float]] = deque(maxlen=100_000)
+        # what the tracking summary compares (sim time): commands as received (time, joints in controller
+        # order), joints and base as simulated (time, joints, base error); numpy rows, allocated once the
+        # model is loaded (joint count): the last LOG_ROWS / 3 commands and states (3 MB each for 30 joints)
+        sim = self.sim
+        rows = LOG_ROWS // 3 if sim is not None else 1
+        self.command_log = RollingSamples(rows, width=1 + (len(sim.follower.joint_names) if sim else 0))
+        self.state_log = RollingSamples(rows, width=2 + (len(sim.joint_names) if sim else 0))
         # the true base as published on /sim/base_pose_true: (stamp [s], x, y, z, qx, qy, qz, qw)
-        self.base_log: deque[tuple[float, ...]] = deque(maxlen=200_000)
+        self.base_log = RollingSamples(LOG_ROWS if self.sim is not None else 1, width=8)
         self.refused_targets = 0
         self.mocap_published = 0
         self.inactive_commands = 0
@@ -385,7 +390,7 @@ class SimNode(DynikLifecycleNode):
         command[index] = np.clip(
             np.asarray(positions, dtype=float), follower.lower[index], follower.upper[index]
         )
-        self.command_log.append((now, command))
+        self.command_log.append(np.concatenate(([now], command)))
 
     def tracking_summary(self, min_motion: float = 0.05) -> dict[str, Any]:
         """Commanded vs simulated joints over the run (joints whose command moved by ``min_motion`` rad
@@ -404,12 +409,11 @@ class SimNode(DynikLifecycleNode):
             )
         if len(self.command_log) < 3 or len(self.state_log) < 3:
             return out
-        send = np.array([t for t, _ in self.command_log])
-        commands = np.array([c for _, c in self.command_log])
-        times = np.array([t for t, _, _ in self.state_log])
-        q = np.array([x for _, x, _ in self.state_log])
+        command_rows, state_rows = self.command_log.array(), self.state_log.array()
+        send, commands = command_rows[:, 0], command_rows[:, 1:]
+        times, q = state_rows[:, 0], state_rows[:, 1:-1]
         moving = np.flatnonzero(np.ptp(commands, axis=0) >= min_motion)
-        out["base_error_mean_m"] = float(np.mean([e for _, _, e in self.state_log]))
+        out["base_error_mean_m"] = float(np.mean(state_rows[:, -1]))
         if moving.size == 0 or times[-1] - send[0] < 1.0:
             return out
         delay, rms = estimate_delay(send, commands[:, moving], times, q[:, moving], max_delay=0.3)
@@ -494,7 +498,7 @@ class SimNode(DynikLifecycleNode):
         self._pubs["base_true"].publish(pose)
         self.base_log.append((self.stamp_ns(t) * 1e-9, *position.tolist(), *np.asarray(quaternion).tolist()))
         base_error = float(np.linalg.norm(position - sim.harness_target[0]))
-        self.state_log.append((t, sim.controlled_positions(), base_error))
+        self.state_log.append(np.concatenate(([t], sim.controlled_positions(), [base_error])))
 
     def _capture_stamp_ns(self, sim_time: float) -> int:
         """The stamp of a capture at ``sim_time``: with the clock offset of that time (a capture delivered
