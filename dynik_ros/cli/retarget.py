@@ -168,6 +168,26 @@ def read_bag_motion(path: str | Path, topic: str = "/human/link_states") -> Huma
 
 
 # ---------------------------------------------------------------------------- main
+def finite(minimum: float | None = None, positive: bool = False) -> Any:
+    """An argparse ``type``: a finite float, ``> 0`` with ``positive``, ``>= minimum`` if given (a NaN
+    swing weight ended in a traceback, a NaN heel-off or a negative settle ran silently)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+        if positive and value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum:g}, got {text}")
+        return value
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     from dynik_ros.motion.synthetic import SCENARIOS
 
@@ -190,9 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--npz", type=Path, help="motion file (.npz)")
     parser.add_argument("--robot", default="g1", help="robot name or YAML map path (default: g1)")
     parser.add_argument("--out", type=Path, default=Path("retarget_out"), help="output directory")
-    parser.add_argument("--duration", type=float, default=10.0, help="synthetic motion length, s")
-    parser.add_argument("--rate", type=float, default=100.0, help="synthetic motion rate, Hz")
-    parser.add_argument("--heading", type=float, default=0.0, help="synthetic motion heading, deg")
+    parser.add_argument(
+        "--duration", type=finite(positive=True), default=10.0, help="synthetic motion length, s"
+    )
+    parser.add_argument("--rate", type=finite(positive=True), default=100.0, help="synthetic motion rate, Hz")
+    parser.add_argument("--heading", type=finite(), default=0.0, help="synthetic motion heading, deg")
     parser.add_argument("--topic", default="/human/link_states", help="link-state topic of --bag")
     parser.add_argument("--calibration", type=Path, help="calibration YAML to use (default: the map's/auto)")
     parser.add_argument(
@@ -224,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--time-scale",
-        type=float,
+        type=finite(positive=True),
         default=1.0,
         help="play the capture this many times slower (2: half speed, stamps x2, velocities /2), so a robot "
         "with lower velocity limits can follow (default 1)",
@@ -242,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--heel-off",
-        type=float,
+        type=finite(minimum=0.0),
         metavar="M",
         help="end a contact when the human heel rises this much (m) more than the toe above their lowest in "
         "that contact (toe-off; 0: off, the contact held to lift-off; default: the map's contact.heel_off, "
@@ -250,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--heel-off-noise",
-        type=float,
+        type=finite(minimum=0.0),
         metavar="K",
         help="toe-off only once the heel has risen heel_off plus K times the measured noise of the human "
         "heel-over-toe height (against a noisy stream; 0: off; default: the map's contact.heel_off_noise, 4)",
@@ -276,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--swing-weight",
-        type=float,
+        type=finite(positive=True),
         metavar="W",
         help="factor on a foot's position weight while it is in the air, back to 1 as it comes down "
         "(default: the map's contact.swing_weight, 1) (retarget/swing_weight.py)",
@@ -294,8 +316,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="how the IK integrates its velocity (DynamicalIKConfig.integration; default trapezoidal, the "
         "smoother joints on real captures at the same accuracy: README, 'Smooth joint accelerations')",
     )
-    parser.add_argument("--settle", type=float, default=1.0, help="IK seconds spent on the first frame first")
-    parser.add_argument("--gain", type=float, help="set every target gain K of eq. (9), 1/s")
+    parser.add_argument(
+        "--settle", type=finite(minimum=0.0), default=1.0, help="IK seconds spent on the first frame first"
+    )
+    parser.add_argument("--gain", type=finite(minimum=0.0), help="set every target gain K of eq. (9), 1/s")
     parser.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="output bag storage")
     parser.add_argument("--no-bag", action="store_true", help="do not write the rosbag2")
     parser.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
@@ -406,10 +430,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print("\n".join(available_robots()))
         return 0
-    if args.duration <= 0 or args.rate <= 0:
-        parser.error("--duration and --rate must be positive")
-    if not (math.isfinite(args.time_scale) and args.time_scale > 0):
-        parser.error("--time-scale must be positive")
     if args.video is not None:
         from dynik_ros.retarget.render import check_video_path
 
@@ -485,7 +505,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dynik-retarget: error: {message}", file=sys.stderr)
         return 2
     if len(motion) < 2:
-        print("dynik-retarget: error: the motion needs at least two samples", file=sys.stderr)
+        print(
+            f"dynik-retarget: error: {args.input or args.bag or args.npz or motion.name}: {len(motion)} "
+            "sample(s); retargeting needs at least two",
+            file=sys.stderr,
+        )
         return 2
     from dynik_ros.io.human_motion import time_scaled
 

@@ -138,6 +138,7 @@ def parse_bvh(path: str | Path) -> BvhData:
         raise fail(f"not a BVH file: starts with '{first[:40]}', expected HIERARCHY")
     pos = 1
     joints: list[BvhJoint] = []
+    defined: dict[str, int] = {}  # joint name -> line (a skeleton map names joints: one name, one joint)
     n_channels = 0
     stack: list[int] = []
     while True:
@@ -147,6 +148,13 @@ def parse_bvh(path: str | Path) -> BvhData:
             name, _ = take()
             if upper == "JOINT" and not stack:
                 raise fail(f"JOINT {name} outside any ROOT", line)
+            if name in defined:
+                raise fail(
+                    f"joint '{name}' is defined twice (line {defined[name]} and line {line}): a skeleton "
+                    "map could not tell them apart",
+                    line,
+                )
+            defined[name] = line
             brace, bline = take()
             if brace != "{":
                 raise fail(f"expected '{{' after {upper} {name}, got '{brace}'", bline)
@@ -314,6 +322,11 @@ def read_bvh(
         skel, resolved = detect_skeleton(names)
     else:
         known = {s.name: s for s in builtin_skeleton_maps()}
+        if str(skeleton) not in known and not Path(skeleton).is_file():
+            raise SkeletonMapError(
+                f"unknown skeleton map '{skeleton}': a built-in name ({', '.join(sorted(known))}) "
+                "or a YAML file"
+            )
         skel = known[str(skeleton)] if str(skeleton) in known else load_skeleton_map(skeleton)
         resolved = _resolve(skel, names)
         if "Pelvis" not in resolved:

@@ -202,6 +202,7 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
         self.loops = 0
         self.ack_timeouts = 0
         self.finished = False
+        self.source_error = ""  # why the source failed mid-stream ('' = it did not)
         # source:=xsens
         self._xsens_names: list[str] | None = None  # segment set of the first sample
         self._xsens_last_stamp = 0
@@ -215,20 +216,34 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
         return self.get_clock().now().nanoseconds
 
     def _peek(self) -> Sample | None:
-        """The next source sample, or None when the source is exhausted (and not looping)."""
-        if self._pending is None and self._source is not None:
-            if self._iter is None:
-                self._iter = self._source.samples()
-            sample = next(self._iter, None)
-            if sample is None and self.params.get("loop") and self._first_source_ns is not None:
-                self.loops += 1
-                self._loop_shift_ns += self._last_source_ns + self._source.period_ns - self._first_source_ns
-                self._iter = self._source.samples()
-                sample = next(self._iter, None)
+        """The next source sample, or None when the source is exhausted (and not looping) or failed."""
+        if self._pending is None and self._source is not None and not self.source_error:
+            try:
+                sample = self._next_sample()
+            except Exception as exc:  # noqa: BLE001 - a bag deleted or cut mid-replay: the readers' errors vary
+                # the stream ends here (the IK holds its last output, the bridge its stale-input hold)
+                self.source_error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                self.get_logger().error(
+                    f"source {self.params['source']} failed after {self.published} samples, the stream ends: "
+                    f"{self.source_error}"
+                )
+                return None
             if sample is not None and self._first_source_ns is None:
                 self._first_source_ns = sample.stamp_ns
             self._pending = sample
         return self._pending
+
+    def _next_sample(self) -> Sample | None:
+        """The source iterator's next sample, restarting it once when looping."""
+        if self._iter is None:
+            self._iter = self._source.samples()
+        sample = next(self._iter, None)
+        if sample is None and self.params.get("loop") and self._first_source_ns is not None:
+            self.loops += 1
+            self._loop_shift_ns += self._last_source_ns + self._source.period_ns - self._first_source_ns
+            self._iter = self._source.samples()
+            sample = next(self._iter, None)
+        return sample
 
     def _out_stamp(self, sample: Sample) -> int:
         return sample.stamp_ns + self._loop_shift_ns + self._offset_ns
@@ -471,6 +486,8 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
         message = "finished" if self.finished else "streaming"
         if isinstance(self._source, XsensSource):
             level, message = self._xsens_status(values)
+        if self.source_error:
+            level, message = DiagnosticStatus.ERROR, f"source failed, stream ended: {self.source_error}"
         msg = DiagnosticArray()
         msg.header.stamp = ns_to_stamp(self._now_ns())
         msg.status = [
