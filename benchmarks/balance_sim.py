@@ -54,8 +54,9 @@ import numpy as np
 def com_shift(retargeter, flags: np.ndarray, start: int, seconds: float = 3.0) -> np.ndarray:
     """Standing pose with the CoM over the stance foot of frame ``start``, both feet kept down."""
     from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
+    from dynik_ros.core.sole import sole_polygon
     from dynik_ros.core.targets import FrameTarget, Measurements
-    from dynik_ros.retarget.balance import ik_config, sole_polygon
+    from dynik_ros.retarget.balance import ik_config
 
     robot, feet = retargeter.robot, retargeter.config.feet
     q_stand = retargeter.initial_configuration()

@@ -6,7 +6,7 @@
 Per capture and robot, the same targets (``dynik-retarget``'s: the IK's step grid, contact rules, settle
 1 s, the trapezoid) are tracked by two IKs, without and with floor rows, stepped alternately sample by
 sample so that a shared machine's load falls on both alike. Printed: the IK step's thread CPU time (mean,
-p50, p99 in ms) of each and the ratio of the means, the deepest sole point under the floor of each written
+p50, p99 in ms) of each and the ratio of the means, the deepest sole corner under the floor of each written
 trajectory (forward kinematics), and the steps whose floor rows were softened or left out.
 """
 
@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -29,18 +28,16 @@ EXCERPT = ROOT / "test" / "data" / "cmu_131_01_walk_excerpt.bvh"
 
 
 def deepest_mm(retargeter, qs: np.ndarray) -> float:
-    """Largest depth of a sole point under the floor over ``qs`` (mm; 0 if never under)."""
-    model = retargeter.robot.model
-    data = model.createData()
-    ground = retargeter.contact.robot_ground
-    worst = 0.0
-    for q in qs:
-        pin.framesForwardKinematics(model, data, q)
-        for foot in retargeter.config.feet:
-            placement = data.oMf[retargeter.robot.frame_id(foot.frame)]
-            for point in foot.sole:
-                worst = max(worst, ground - placement.act(np.asarray(point, dtype=float))[2])
-    return 1e3 * worst
+    """Largest depth of a sole corner under the floor over ``qs`` (mm; 0 if never under): the foot
+    figures' (``retarget/foot_figures.py``, the map's sole half width)."""
+    from dynik_ros.retarget.foot_figures import foot_figures
+
+    feet = retargeter.config.feet
+    figures = foot_figures(
+        retargeter.robot, qs, np.arange(len(qs), dtype=float), np.full((len(qs), len(feet)), -1), feet, 0.0,
+        retargeter.contact.robot_ground, half_width=retargeter.config.balance.sole_half_width,
+    )  # fmt: skip
+    return max(f.penetration_max_mm for f in figures)
 
 
 def compare(path: Path, robot: str) -> str:

@@ -106,9 +106,10 @@ def _live_figures(rt, motion, live: bool, max_step: float = 0.02) -> tuple[float
     else:
         result = rt.retarget_motion(motion)
         times, q, contacts, mnte = result.times, result.q, result.contacts, float(np.mean(result.mnte))
-    figures = foot_figures(rt.robot, q, times, contacts, feet, blend)
+    half = rt.config.balance.sole_half_width
+    figures = foot_figures(rt.robot, q, times, contacts, feet, blend, half_width=half)
     late = times - times[0] >= 0.5
-    depth = foot_figures(rt.robot, q[late], times[late], contacts[late], feet, blend)
+    depth = foot_figures(rt.robot, q[late], times[late], contacts[late], feet, blend, half_width=half)
     return (
         mnte,
         max(f.tilt_flat_max_deg for f in figures),

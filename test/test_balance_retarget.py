@@ -8,7 +8,8 @@ import pinocchio as pin
 import pytest
 
 from dynik_ros.core.com_objective import convex_hull, support_distance
-from dynik_ros.retarget.balance import BalanceSpec, plan, sole_polygon
+from dynik_ros.core.sole import sole_polygon
+from dynik_ros.retarget.balance import BalanceSpec, plan
 
 
 def test_plan_moves_the_com_from_stance_foot_to_stance_foot():
@@ -64,8 +65,10 @@ def test_plan_ends_a_take_standing_at_rest_over_the_middle_of_the_feet():
 
 
 def test_sole_polygon_widens_the_heel_toe_line():
-    poly = sole_polygon([(-0.05, 0.0, -0.035), (0.12, 0.0, -0.035)], 0.025)
+    line = ((-0.05, 0.0, -0.035), (0.12, 0.0, -0.035))
+    poly = sole_polygon(line, 0.025)
     assert len(poly) == 4 and {p[1] for p in poly} == {0.025, -0.025}
+    assert sole_polygon(line, 0.0) == line  # no width: the points once (no doubled floor rows)
 
 
 def test_balanced_walk_keeps_the_com_over_the_feet_of_the_written_trajectory(tmp_path):

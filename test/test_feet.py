@@ -19,10 +19,26 @@ def g1():
     return Retargeter.from_config("g1")
 
 
+def _corner_heights(robot, q: np.ndarray, feet, half: float) -> np.ndarray:
+    """World z of the four corners of each sole at ``q`` (heel and toe points at +-``half`` across the foot,
+    written out here, not the code under test's widening), by forward kinematics."""
+    data = robot.model.createData()
+    pin.framesForwardKinematics(robot.model, data, q)
+    return np.array(
+        [
+            data.oMf[robot.frame_id(f.frame)].act(np.array([x, y + side * half, z]))[2]
+            for f in feet
+            for x, y, z in f.sole
+            for side in (1.0, -1.0)
+        ]
+    )
+
+
 def test_figures_measure_a_known_tilt_slide_and_depth(g1):
     """The whole robot moved by hand: during a 0.5 s contact the base slides 4 mm, then tilts 5 deg about
-    x and sinks until the lowest sole point is 3 mm under the ground."""
+    x and sinks until the lowest sole corner is 3 mm under the ground."""
     robot, feet = g1.robot, g1.config.feet
+    half = g1.config.balance.sole_half_width
     q0 = g1.initial_configuration()
     times = np.arange(0.0, 1.0, 0.01)
     q = np.repeat(q0[None], len(times), axis=0)
@@ -31,23 +47,44 @@ def test_figures_measure_a_known_tilt_slide_and_depth(g1):
     q[40:70, 0] += np.linspace(0.0, 0.004, 30)  # slides 4 mm along x
     tilted = pin.Quaternion(pin.rpy.rpyToMatrix(np.radians(5.0), 0.0, 0.0))
     q[80:, 3:7] = tilted.coeffs()
-    data = robot.model.createData()
-    pin.framesForwardKinematics(robot.model, data, q[80])
-    lowest = min(
-        (data.oMf[robot.frame_id(f.frame)].act(point)[2] for f in feet for point in np.array(f.sole)),
-    )
-    q[80:, 2] -= lowest + 0.003  # lowest sole point 3 mm under the ground
-    figures = foot_figures(robot, q, times, contacts, feet, blend_time=0.1)
+    q[80:, 2] -= _corner_heights(robot, q[80], feet, half).min() + 0.003  # lowest corner 3 mm under
+    figures = foot_figures(robot, q, times, contacts, feet, blend_time=0.1, half_width=half)
     left = figures[0]
     assert left.phases == 1 and left.contact_share == pytest.approx(0.5)
     assert left.slide_max_mm == pytest.approx(4.0, abs=0.05)
     assert left.worst_phase == pytest.approx((0.2, 0.69))  # where the slide is, from the first sample
     assert "(t 0.20-0.69 s)" in left.line()
     assert left.tilt_flat_max_deg < 0.5  # the standing pose is level; the tilt comes after contact
-    assert max(f.penetration_max_mm for f in figures) == pytest.approx(3.0, abs=0.01)
+    assert max(f.penetration_max_mm for f in figures) == pytest.approx(3.0, abs=1e-6)
     contacts[75:] = 0
-    late = foot_figures(robot, q, times, contacts, feet, blend_time=0.1)[0]
+    late = foot_figures(robot, q, times, contacts, feet, blend_time=0.1, half_width=half)[0]
     assert late.tilt_flat_max_deg == pytest.approx(5.0, abs=0.2)  # the tilted pose, counted in contact
+
+
+def test_a_sole_rolled_onto_its_edge_under_the_floor_is_measured_at_its_corners(g1):
+    """G1 rolled 10 deg about x with the heel-toe line of its lower sole 1 mm above the ground: that sole's
+    outer edge is under it (25 mm half width: 4.3 - 1 = 3.3 mm). Measured on the centre line (half width 0,
+    the figure before) nothing is under; the figure with the map's half width gives the depth of the lowest
+    corner by forward kinematics, exactly, on the foot whose corner it is."""
+    robot, feet = g1.robot, g1.config.feet
+    half = g1.config.balance.sole_half_width
+    q = g1.initial_configuration()
+    q[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(np.radians(10.0), 0.0, 0.0)).coeffs()
+    q[2] -= _corner_heights(robot, q, feet, 0.0).min() - 0.001  # the lowest centre-line point 1 mm up
+    corners = _corner_heights(robot, q, feet, half).reshape(len(feet), -1)
+    expected = -1e3 * corners.min(axis=1)
+    assert expected.max() == pytest.approx(1e3 * half * np.sin(np.radians(10.0)) - 1.0, abs=0.5)
+    times = np.arange(0.0, 0.1, 0.01)
+    qs = np.repeat(q[None], len(times), axis=0)
+    contacts = np.zeros((len(times), len(feet)), dtype=int)
+    line = foot_figures(robot, qs, times, contacts, feet, 0.1, half_width=0.0)
+    assert max(f.penetration_max_mm for f in line) == 0.0
+    figures = foot_figures(robot, qs, times, contacts, feet, 0.1, half_width=half)
+    measured = [f.penetration_max_mm for f in figures]
+    np.testing.assert_allclose(measured, np.maximum(expected, 0.0), atol=1e-9)
+    assert max(measured) > 3.0
+    deepest = max(figures, key=lambda f: f.penetration_max_mm)
+    assert f"below ground max {max(measured):.1f} mm" in deepest.line()
 
 
 def _walk(retargeter: Retargeter, flatten: bool, toe: str = "flat"):
@@ -65,8 +102,9 @@ def _walk(retargeter: Retargeter, flatten: bool, toe: str = "flat"):
     late = result.times >= 0.5  # the first half second after settling on a frozen frame is a transient
     toe = retargeter.contact.toe
     figures = foot_figures(
-        retargeter.robot, result.q, result.times, result.contacts, retargeter.config.feet, 0.1, toe=toe
-    )
+        retargeter.robot, result.q, result.times, result.contacts, retargeter.config.feet, 0.1, toe=toe,
+        half_width=retargeter.config.balance.sole_half_width,
+    )  # fmt: skip
     depth = foot_figures(
         retargeter.robot,
         result.q[late],
@@ -75,6 +113,7 @@ def _walk(retargeter: Retargeter, flatten: bool, toe: str = "flat"):
         retargeter.config.feet,
         0.1,
         toe=toe[late],
+        half_width=retargeter.config.balance.sole_half_width,
     )
     return result, figures, depth
 
@@ -251,8 +290,9 @@ def test_the_committed_real_walk_gives_soles_a_robot_can_stand_on(robot):
     result = rt.retarget_motion(motion, settle=1.0)
     blend = rt.config.contact.blend_time
     figures = foot_figures(
-        rt.robot, result.q, result.times, result.contacts, rt.config.feet, blend, toe=rt.contact.toe
-    )
+        rt.robot, result.q, result.times, result.contacts, rt.config.feet, blend, toe=rt.contact.toe,
+        half_width=rt.config.balance.sole_half_width,
+    )  # fmt: skip
     for f in figures:
         assert f.phases >= 1, f.line()
         assert f.tilt_flat_max_deg <= 3.0 and f.slide_max_mm <= 5.0 and f.penetration_max_mm <= 2.0, f.line()
@@ -347,8 +387,9 @@ def test_a_human_on_the_toes_gives_a_robot_sole_pitched_about_its_still_toe_and_
     assert np.abs(tip[toe_flags, 2]).max() <= 2.5e-3
     assert np.linalg.norm(tip[toe_flags, :2] - tip[0, :2], axis=1).max() <= 5e-3
     figures = foot_figures(
-        rt.robot, result.q, result.times, result.contacts, rt.config.feet, 0.1, toe=rt.contact.toe
-    )
+        rt.robot, result.q, result.times, result.contacts, rt.config.feet, 0.1, toe=rt.contact.toe,
+        half_width=rt.config.balance.sole_half_width,
+    )  # fmt: skip
     left = figures[0]
     assert left.toe_runs == 1 and left.toe_slide_max_mm <= 5.0 and left.toe_roll_max_deg <= 1.0, left.line()
     assert "on the toes" in left.line()

@@ -100,9 +100,15 @@ def test_a_lagging_foot_is_held_where_the_robot_put_it_not_dragged_onto_the_huma
         else:
             assert slide < limit, slide
     figures = {
-        name: foot_figures(rt.robot, r.q, r.times, r.contacts, rt.config.feet, rt.config.contact.blend_time)[
-            0
-        ]
+        name: foot_figures(
+            rt.robot,
+            r.q,
+            r.times,
+            r.contacts,
+            rt.config.feet,
+            rt.config.contact.blend_time,
+            half_width=rt.config.balance.sole_half_width,
+        )[0]
         for name, rt, r in (("human", human_rt, human), ("robot", robot_rt, robot))
     }
     assert figures["robot"].slide_max_mm < 4.0 < 8.0 < figures["human"].slide_max_mm

@@ -172,7 +172,7 @@ def test_talos_stands_on_the_real_walk_at_its_speed_with_hard_stance_rows(tmp_pa
     rt = Retargeter.from_config("talos")
     figures = foot_figures(
         rt.robot, saved["q"], saved["times"], saved["contacts"], rt.config.feet, rt.config.contact.blend_time,
-        toe=saved["on_toes"],
+        toe=saved["on_toes"], half_width=rt.config.balance.sole_half_width,
     )  # fmt: skip
     for f in figures:  # the samples on the toes (the toe class) count apart, with targets of their own
         assert f.phases >= 1 and f.tilt_flat_max_deg <= 3.0, f.line()

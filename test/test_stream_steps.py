@@ -120,7 +120,8 @@ def test_ik_node_on_a_30_hz_stream_steps_like_the_offline_run(h, max_step):
     np.testing.assert_allclose(published, expected, atol=1e-9)
     assert solver.sub_steps == (len(stamps) - 1 if max_step > 0 else 0)
     figures = foot_figures(
-        rt.robot, published, motion.times, contacts, rt.config.feet, rt.config.contact.blend_time
-    )
+        rt.robot, published, motion.times, contacts, rt.config.feet, rt.config.contact.blend_time,
+        half_width=rt.config.balance.sole_half_width,
+    )  # fmt: skip
     tilt = max(f.tilt_flat_max_deg for f in figures)
     assert tilt < 3.0 if max_step > 0 else tilt > 3.0, tilt

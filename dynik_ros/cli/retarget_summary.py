@@ -53,12 +53,14 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
     ori_deg = np.degrees(result.orientation_error)
     frames = [t.frame for t in retargeter.targets.orientation_targets]
     worst_link = frames[int(ori_deg.max(axis=0).argmax())] if ori_deg.size else "-"
-    blend = retargeter.config.contact.blend_time
+    blend, half = retargeter.config.contact.blend_time, retargeter.config.balance.sole_half_width
     toe = toe_flags(retargeter, result)  # the toe class of the compute() these results ran
-    feet = foot_figures(robot, result.q, times, result.contacts, retargeter.config.feet, blend, toe=toe)
+    feet = foot_figures(
+        robot, result.q, times, result.contacts, retargeter.config.feet, blend, toe=toe, half_width=half
+    )
     on_toes = toe is not None and bool(toe.any())
     as_flat = (  # the same trajectory with every contact sample after the blend counted flat (no toe class)
-        foot_figures(robot, result.q, times, result.contacts, retargeter.config.feet, blend)
+        foot_figures(robot, result.q, times, result.contacts, retargeter.config.feet, blend, half_width=half)
         if on_toes
         else []
     )

@@ -38,6 +38,7 @@ import pinocchio as pin
 from dynik_ros.core.com_objective import BalanceConfig, SupportFrame, convex_hull, support_distance
 from dynik_ros.core.dynamical_ik import DynamicalIKConfig
 from dynik_ros.core.regularizers import RegularizerConfig
+from dynik_ros.core.sole import sole_polygon
 from dynik_ros.core.targets import Measurements, TargetSet
 
 BALANCE_KEYS = (
@@ -124,16 +125,6 @@ def sections_to_dict(balance: BalanceSpec, regularizers: RegularizerConfig) -> d
         "balance": {k: getattr(balance, k) for k in BALANCE_KEYS},
         "regularizers": {k: getattr(regularizers, k) for k in REGULARIZER_KEYS},
     }
-
-
-def sole_polygon(
-    points: Sequence[Sequence[float]], half_width: float
-) -> tuple[tuple[float, float, float], ...]:
-    """The sole points widened by ``half_width`` along the foot frame's y axis (across the foot)."""
-    out = []
-    for x, y, z in points:
-        out += [(float(x), float(y) + half_width, float(z)), (float(x), float(y) - half_width, float(z))]
-    return tuple(out)
 
 
 def support_frames(feet, half_width: float) -> tuple[SupportFrame, ...]:

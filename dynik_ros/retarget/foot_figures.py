@@ -6,7 +6,10 @@ Per foot, from the robot configurations actually written (not the targets):
 * tilt: angle between the foot frame's z axis and the world vertical, over the *flat* part of each phase
   (after the ``blend_time`` that turns a heel-striking foot level, until lift-off), and separately its
   largest value during those blends, so nothing is hidden;
-* penetration: how far the lowest sole point goes below the ground, over every sample (in contact or not);
+* penetration: how far the lowest corner of the sole goes below the ground, over every sample (in contact or
+  not): the sole points widened by the sole's half width across the foot (:func:`~dynik_ros.core.sole.
+  sole_polygon`), so a sole rolled onto its edge counts (the centre line alone missed it: 25 mm half width,
+  10 deg of roll, 4.3 mm under);
 * slide: horizontal drift of the sole's centre from where it was when the phase turned flat, largest per
   phase, then mean and max over the phases, and the times of the phase with the largest (where to look);
 * on the toes (``toe``: the retargeter's toe class, :mod:`.scaling`): those samples are not part of the flat
@@ -27,6 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from dynik_ros.core.sole import sole_polygon
+
 
 @dataclass
 class FootFigures:
@@ -35,7 +40,7 @@ class FootFigures:
     phases: int  # contact phases with a flat part
     tilt_flat_max_deg: float  # over the flat parts of the phases (NaN without one)
     tilt_blend_max_deg: float  # during the touch-down blends
-    penetration_max_mm: float  # deepest sole point below the ground, any sample (0 if never below)
+    penetration_max_mm: float  # deepest sole corner below the ground, any sample (0 if never below)
     slide_mean_mm: float  # mean over phases of the largest drift of the sole centre
     slide_max_mm: float
     worst_phase: tuple[float, float] | None = None  # (start, end) s from the first sample: the largest slide
@@ -88,10 +93,13 @@ def foot_figures(
     blend_time: float,
     ground: float = 0.0,
     toe: np.ndarray | None = None,
+    *,
+    half_width: float,
 ) -> list[FootFigures]:
     """:class:`FootFigures` of each foot (``feet``: the map's ``FootSpec``s: ``side``, ``frame``, ``sole``)
     for configurations ``q`` ``(N, nq)`` at ``times``, with the retargeter's ``contacts`` ``(N, n_feet)`` and
-    its toe class ``toe`` ``(N, n_feet)`` booleans (``None``: no sample on the toes)."""
+    its toe class ``toe`` ``(N, n_feet)`` booleans (``None``: no sample on the toes); ``half_width``: the
+    sole's half width across the foot (the map's ``balance.sole_half_width``; 0: the centre line only)."""
     model = robot.model
     data = model.createData()
     frame_ids = [robot.frame_id(f.frame) for f in feet]
@@ -107,8 +115,9 @@ def foot_figures(
     out = []
     for f, foot in enumerate(feet):
         sole = np.array(foot.sole, dtype=float).reshape(-1, 3)
-        points = positions[:, f, None, :] + np.einsum("nij,mj->nmi", rotations[:, f], sole)
-        depth = ground - points[..., 2].min(axis=1)
+        corners = np.array(sole_polygon(sole, half_width))
+        heights = positions[:, f, None, 2] + np.einsum("nj,mj->nm", rotations[:, f, 2], corners)
+        depth = ground - heights.min(axis=1)
         centre = positions[:, f] + rotations[:, f] @ sole.mean(axis=0)
         tilt = np.degrees(np.arccos(np.clip(rotations[:, f, 2, 2], -1.0, 1.0)))
         on_toes = np.zeros(n, dtype=bool) if toe is None else np.asarray(toe[:, f], dtype=bool)

@@ -26,7 +26,7 @@ OFFSET_CLIP = 0.03  # m: the contact switches add decimetres for a few samples; 
 def target_polygons(balanced, measurements: Sequence[Measurements], flags: np.ndarray) -> list:
     """Per sample the ground hull ``(m, 2)`` of the sole corners of the feet in contact (``flags >= 0``) at
     their targets, or ``None`` (``balanced``: a :class:`.balance.BalancedTargets`)."""
-    from dynik_ros.retarget.balance import sole_polygon
+    from dynik_ros.core.sole import sole_polygon
 
     feet = balanced.retargeter.config.feet
     soles = [np.array(sole_polygon(f.sole, balanced.spec.sole_half_width)) for f in feet]
