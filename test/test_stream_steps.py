@@ -117,7 +117,9 @@ def test_ik_node_on_a_30_hz_stream_steps_like_the_offline_run(h, max_step):
     rt = solver.retargeter
     times = (np.array(stamps) - stamps[0]) * 1e-9  # the node's clock: the stamps, rounded to ns
     expected, contacts = _node_path(Retargeter.from_config("g1"), motion, max_step, times)
-    np.testing.assert_allclose(published, expected, atol=1e-9)
+    # 1e-6: the message's quaternion round trip changes the targets in their last places, and where a floor
+    # row binds (a sole corner on the floor) OSQP answers to its tolerance (eps 1e-5 on the step's velocity)
+    np.testing.assert_allclose(published, expected, atol=1e-6)
     assert solver.sub_steps == (len(stamps) - 1 if max_step > 0 else 0)
     figures = foot_figures(
         rt.robot, published, motion.times, contacts, rt.config.feet, rt.config.contact.blend_time,

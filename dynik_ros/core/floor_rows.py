@@ -3,7 +3,7 @@
 The floor is a property of the world, not of the human: weighted foot targets (eq. 10a) are traded off
 against every other target, so a foot pulled by the rest of the body (or lagging at its velocity limits)
 went up to 12 mm under the ground on real captures. Here each chosen point ``p`` (a frame and a point in it:
-the map's sole points, :class:`~dynik_ros.retarget.config_types.FootSpec`) with height ``d = z_p - h`` above
+the corners of the map's soles, :func:`points_of_feet`) with height ``d = z_p - h`` above
 the floor ``h`` must end the step with
 
     d_k >= (1 - gamma) d_{k-1}          (0 < gamma <= 1)
@@ -43,6 +43,7 @@ import numpy as np
 import pinocchio as pin
 
 from dynik_ros.core.frame_kinematics import mixed_jacobian
+from dynik_ros.core.sole import sole_polygon
 
 MODES = ("hard", "softened", "dropped")  # StepInfo.floor: the rows as posed, softened, left out this step
 MISS = 1e-4  # m/s, rad/s: a solution outside a row by more than this did not meet it
@@ -164,6 +165,7 @@ class FloorRows:
         return w0 * self._jacobian, lower, np.full(self.n_rows, np.inf)
 
 
-def points_of_feet(feet: Sequence) -> tuple[tuple[str, tuple[float, float, float]], ...]:
-    """The sole points of a map's feet (``FootSpec``: ``frame``, ``sole``) as :attr:`FloorConfig.points`."""
-    return tuple((foot.frame, tuple(float(x) for x in point)) for foot in feet for point in foot.sole)
+def points_of_feet(feet: Sequence, half_width: float) -> tuple[tuple[str, tuple[float, float, float]], ...]:
+    """The sole corners of a map's feet (``FootSpec``: ``frame``, ``sole``; :func:`.sole.sole_polygon` with
+    the sole's ``half_width``) as :attr:`FloorConfig.points`."""
+    return tuple((foot.frame, point) for foot in feet for point in sole_polygon(foot.sole, half_width))

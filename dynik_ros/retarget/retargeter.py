@@ -257,8 +257,9 @@ class Retargeter(StreamInput):
         if self.config.contact.stance == "hard" and not config.stance_frames:  # core/stance_rows.py
             config = replace(config, stance_frames=tuple(f.frame for f in self.config.feet))
         if self.config.contact.floor_rows and self.config.feet and not config.floor.enabled:
-            # the feet's sole points kept above the ground (core/floor_rows.py)
-            floor = FloorConfig(points_of_feet(self.config.feet), height=self.contact.robot_ground)
+            # the corners of the feet's soles kept above the ground (core/floor_rows.py, core/sole.py)
+            corners = points_of_feet(self.config.feet, self.config.balance.sole_half_width)
+            floor = FloorConfig(corners, height=self.contact.robot_ground)
             config = replace(config, floor=floor)
         return config
 
