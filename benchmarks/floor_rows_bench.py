@@ -2,10 +2,13 @@
 
     .venv/bin/python benchmarks/floor_rows_bench.py                     # the committed CMU excerpt, G1
     .venv/bin/python benchmarks/floor_rows_bench.py FILE [FILE ...] --robots g1 icub talos
+    .venv/bin/python benchmarks/floor_rows_bench.py FILE [FILE ...] --against centre   # vs centre-line rows
 
 Per capture and robot, the same targets (``dynik-retarget``'s: the IK's step grid, contact rules, settle
-1 s, the trapezoid) are tracked by two IKs, without and with floor rows, stepped alternately sample by
-sample so that a shared machine's load falls on both alike. Printed: the IK step's thread CPU time (mean,
+1 s, the trapezoid) are tracked by two IKs, without and with floor rows (``--against centre``: with the
+rows on the soles' centre line only, half width 0, the rows before they took the corners, against the map's
+rows on the corners), stepped alternately sample by sample so that a shared machine's load falls on both
+alike. Printed: the IK step's thread CPU time (mean,
 p50, p99 in ms) of each and the ratio of the means, the deepest sole corner under the floor of each written
 trajectory (forward kinematics), and the steps whose floor rows were softened or left out.
 """
@@ -40,7 +43,8 @@ def deepest_mm(retargeter, qs: np.ndarray) -> float:
     return max(f.penetration_max_mm for f in figures)
 
 
-def compare(path: Path, robot: str) -> str:
+def compare(path: Path, robot: str, against: str = "none") -> str:
+    from dynik_ros.core.floor_rows import points_of_feet
     from dynik_ros.io.motion_files import read_motion_file
     from dynik_ros.retarget.ik_steps import on_ik_steps
     from dynik_ros.retarget.retargeter import MAX_IK_STEP, Retargeter
@@ -51,13 +55,19 @@ def compare(path: Path, robot: str) -> str:
     arrays, _ = on_ik_steps(*rt.motion_arrays(motion), MAX_IK_STEP)
     measurements, _ = rt.compute(*arrays)
     times = arrays[0]
-    iks = {}
-    for on in (False, True):
-        rt.config = dataclasses.replace(
-            rt.config, contact=dataclasses.replace(rt.config.contact, floor_rows=on)
-        )
-        iks[on] = rt.make_ik()
-        rt.settle(iks[on], measurements[0], 1.0)
+    corners = rt.make_ik()  # the map's: floor rows on the soles' corners
+    if against == "centre":
+        floor = dataclasses.replace(corners.config.floor, points=points_of_feet(rt.config.feet, 0.0))
+        baseline = rt.make_ik(dataclasses.replace(corners.config, floor=floor))
+    else:
+        rows_on = rt.config
+        off = dataclasses.replace(rows_on.contact, floor_rows=False)
+        rt.config = dataclasses.replace(rows_on, contact=off)
+        baseline = rt.make_ik()
+        rt.config = rows_on
+    iks = {False: baseline, True: corners}
+    for ik in iks.values():
+        rt.settle(ik, measurements[0], 1.0)
     dts = np.diff(times, prepend=times[0] - (times[1] - times[0]))
     cpu = {on: np.empty(len(times)) for on in iks}
     qs = {on: np.empty((len(times), rt.robot.nq)) for on in iks}
@@ -88,15 +98,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("files", nargs="*", type=Path, help="capture files (default: the committed excerpt)")
     parser.add_argument("--robots", nargs="+", default=["g1"], help="robots (default: g1)")
+    parser.add_argument(
+        "--against", choices=("none", "centre"), default="none",
+        help="the first IK: without floor rows (none) or with them on the soles' centre line (centre)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     files = args.files or [EXCERPT]
     print(
-        f"{'capture':<36} {'robot':<6} {'steps':>5} | {'without: step CPU mean/p50/p99, deepest':<34} | "
+        f"{'capture':<36} {'robot':<6} {'steps':>5} | {args.against + ': CPU mean/p50/p99, deepest':<34} | "
         f"{'with floor rows':<34} | ratio | softened / left out"
     )
     for path in files:
         for robot in args.robots:
-            print(compare(path, robot), flush=True)
+            print(compare(path, robot, args.against), flush=True)
     return 0
 
 
