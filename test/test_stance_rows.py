@@ -75,12 +75,15 @@ def test_stance_flags_are_the_same_sample_by_sample_as_for_a_whole_take():
     assert not expected[first, 0]  # touch-down: still blending
 
 
-def _stand_against_the_legs(stance: str, floor_rows: bool | None = None):
+def _pulled_run(stance: str, floor_rows: bool | None = None, priority: bool = True):
     """G1 standing (T-pose), both feet flat in contact, while the knee and hip-yaw links' orientation
     targets turn 0.5 rad about x and the pelvis target moves 12 cm sideways and 8 cm down in 1 s: targets
-    that pull the standing feet. Returns, per foot, its largest displacement (m) and tilt (deg) after 0.5 s,
-    by forward kinematics of the written trajectory. ``floor_rows``: the map's (``None``) or this."""
+    that pull the standing feet. ``floor_rows``: the map's (``None``) or this; ``priority``: the hard stance
+    rows centred by priority 1 (core/stance_priority.py) or on ``v*``. Returns the retargeter, each step's
+    info and the run's result (written trajectory)."""
     from dynik_ros.cli.retarget import synthetic_motion
+    from dynik_ros.core.dynamical_ik import DynamicalIKConfig
+    from dynik_ros.retarget.retargeter import ROBOT_INTEGRATION
 
     rt = Retargeter.from_config("g1")
     contact = dataclasses.replace(rt.config.contact, stance=stance)
@@ -110,10 +113,28 @@ def _stand_against_the_legs(stance: str, floor_rows: bool | None = None):
             dataclasses.replace(m, positions=positions, linear_velocities=velocities, rotations=rotations)
         )
     assert all(m.stance.all() for m in pulled[20:])  # both feet flat in contact from 0.1 s on
-    ik = rt.make_ik()
+    plain = DynamicalIKConfig(integration=ROBOT_INTEGRATION, stance_priority=False)  # the rows on v*
+    ik = rt.make_ik(None if priority else plain)
     rt.settle(ik, pulled[0], 1.0)
+    infos = []
+    step = ik.step
+
+    def logged(*args, **kwargs):
+        out = step(*args, **kwargs)
+        infos.append(ik.info)
+        return out
+
+    ik.step = logged
     result = rt.run(motion.times, pulled, ik, contacts=flags, evaluate=False)
     assert result.solved.all()
+    return rt, infos, result
+
+
+def _stand_against_the_legs(stance: str, floor_rows: bool | None = None):
+    """Per foot of :func:`_pulled_run`, its largest displacement (m) and tilt (deg) after 0.5 s, by forward
+    kinematics of the written trajectory."""
+    rt, _, result = _pulled_run(stance, floor_rows)
+    t = result.times - result.times[0]
     model = rt.robot.model
     data = model.createData()
     late = t >= 0.5

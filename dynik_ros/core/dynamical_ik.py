@@ -116,6 +116,7 @@ class DynamicalIKConfig:
     regularizers: RegularizerConfig = field(default_factory=RegularizerConfig)  # core/regularizers.py
     loops: tuple[LoopClosure, ...] = ()  # loop-closure equality rows (core/loop_closure.py)
     stance_frames: tuple[str, ...] = ()  # targets imposed as rows while in contact (core/stance_rows.py)
+    stance_priority: bool = True  # those rows centred on priority 1's y* (core/stance_priority.py), or on v*
     floor: FloorConfig = field(default_factory=FloorConfig)  # sole points kept above it (core/floor_rows.py)
 
     def __post_init__(self) -> None:
@@ -153,6 +154,7 @@ class StepInfo:
     held: bool = False
     euler_fallback: bool = False  # the history made the limits infeasible: this step used Euler
     floor: str = ""  # floor rows this step (core/floor_rows.py): hard, softened, dropped; "" without
+    stance: str = ""  # stance priority 1 (core/stance_priority.py): met, yielded, failed; "" without
 
 
 class DynamicalIK(StepIntegration, JointVelocityBounds):
@@ -207,12 +209,13 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
                 if column.size:
                     self._followers.append((robot.joint_index(follower), int(column[0]), multiplier))
         self._expansion = expansion
-        self.extra = ExtraTerms(self) if ExtraTerms.wanted(self.config) else None  # second seed's terms
+        constraint_matrix = np.vstack(rows)
+        self.extra = ExtraTerms(self, constraint_matrix) if ExtraTerms.wanted(self.config) else None
         self.balance = self.extra.balance if self.extra is not None else None
         self.regularizers = self.extra.regularizers if self.extra is not None else None
         self.qp = VelocityQP(
             self.kinematics.pattern(),
-            np.vstack(rows),
+            constraint_matrix,
             self.config.qp,
             expansion,
             dense_cost=self.extra is not None and self.extra.has_cost,
@@ -454,15 +457,17 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
             self._predicted_mean[:] = 0.0
             jacobian = kinematics.stacked_jacobian(self.base_position)
         extra = dynamic = None
+        weights, regularization = self.weights, None
+        if measurements.weight_scale is not None:  # this step's factors on the targets' weights
+            weights = weights * measurements.weight_scale
         if extra_terms is not None:
             extra_terms.before_bounds(self)
         self._velocity_bounds(dt)
         if extra_terms is not None:
             base = base_position if predicted else self.base_position
-            extra, dynamic = extra_terms.terms(self, kinematics, measurements, base, dt, jacobian, corrected)
-        weights, regularization = self.weights, None
-        if measurements.weight_scale is not None:  # this step's factors on the targets' weights
-            weights = weights * measurements.weight_scale
+            extra, dynamic = extra_terms.terms(
+                self, kinematics, measurements, base, dt, jacobian, corrected, weights
+            )
         task = self.recovery.before_step(dt, self.joint_positions)
         nb = self.robot.base_dofs
         if task is not None or self._base_velocity is not None:
@@ -515,6 +520,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
             held=not solution.solved,
             euler_fallback=self._fell_back,
             floor=extra_terms.floor.mode if extra_terms is not None and extra_terms.floor is not None else "",
+            stance=extra_terms.priority.state if extra_terms is not None and extra_terms.priority else "",
         )
         return self.q, self.v
 

@@ -1,6 +1,7 @@
 """The optional terms of one step of :class:`~dynik_ros.core.dynamical_ik.DynamicalIK`: the second seed's CoM
 objective and support rows (:mod:`.com_objective`) and regularizers (:mod:`.regularizers`), the loop rows
-(:mod:`.loop_closure`), the hard stance rows (:mod:`.stance_rows`) and the floor rows (:mod:`.floor_rows`).
+(:mod:`.loop_closure`), the hard stance rows (:mod:`.stance_rows`, centred by priority 1 of
+:mod:`.stance_priority`) and the floor rows (:mod:`.floor_rows`).
 
 Built only when one of them is enabled, so a plain step never reaches this module. Per step:
 :meth:`ExtraTerms.observe` reads ``q_{k-1}`` (CoM, feet in contact) from the kinematics the step computed,
@@ -16,13 +17,16 @@ from dynik_ros.core.com_objective import ComObjective
 from dynik_ros.core.floor_rows import MISS, FloorRows
 from dynik_ros.core.loop_closure import LoopRows
 from dynik_ros.core.regularizers import Regularizers
+from dynik_ros.core.stance_priority import StancePriority
 from dynik_ros.core.stance_rows import StanceRows
 
 
 class ExtraTerms:
     """CoM objective, support rows and regularizers of one :class:`DynamicalIK` (``ik``)."""
 
-    def __init__(self, ik) -> None:
+    def __init__(self, ik, constraint_matrix: np.ndarray) -> None:
+        """``constraint_matrix``: ``C`` of the IK's joint rows (eq. 10b), which priority 1 of the stance rows
+        shares."""
         config, robot = ik.config, ik.robot
         self.balance = ComObjective(robot, config.balance) if config.balance.enabled else None
         self.regularizers = Regularizers(robot, config.regularizers) if config.regularizers.enabled else None
@@ -33,6 +37,17 @@ class ExtraTerms:
         self.dynamic_rows += self.stance.n_rows if self.stance is not None else 0
         self.floor = FloorRows(robot, config.floor, ik.targets) if config.floor.enabled else None
         self.dynamic_rows += self.floor.n_rows if self.floor is not None else 0
+        self.priority = None  # priority 1 of the stance rows (core/stance_priority.py)
+        if self.stance is not None and config.stance_priority:
+            self.priority = StancePriority(
+                self.stance,
+                ik.kinematics.pattern(),
+                constraint_matrix,
+                config.qp,
+                ik._expansion,
+                self.dynamic_rows - self.stance.n_rows,
+            )
+        self._task = None  # this step's stacked Jacobian, v* and weights (the stance rows' inputs)
         self.has_cost = self.balance is not None or self.regularizers is not None  # else rows only
         self.dynamic = None  # this step's dynamic rows (A, l, u), as last posed
 
@@ -88,9 +103,11 @@ class ExtraTerms:
         dt: float,
         jacobian: np.ndarray | None = None,
         corrected: np.ndarray | None = None,
+        weights: np.ndarray | None = None,
     ):
         """``(extra cost or None, support rows or None)`` of this step, after the velocity bounds; the stance
-        rows (:mod:`.stance_rows`) need the step's stacked ``jacobian`` and ``v*`` (``corrected``)."""
+        rows (:mod:`.stance_rows`) need the step's stacked ``jacobian``, ``v*`` (``corrected``) and the
+        targets' ``weights`` (priority 1, :mod:`.stance_priority`)."""
         config = ik.config
         w0 = float(ik._corrector[0])
         extra = dynamic = None
@@ -121,21 +138,21 @@ class ExtraTerms:
                 )
             else:
                 dynamic = (a_loop, b_loop, b_loop)
-        if self.stance is not None:
-            rows = (
-                self.stance.bounds(jacobian, corrected)
-                if self.stance.imposed and jacobian is not None and corrected is not None
-                else ik.qp._no_dynamic_rows(self.stance.n_rows)
-            )
+        if self.stance is not None:  # the stance rows' places: posed last, by _with_stance
             before = self.dynamic_rows - self.stance.n_rows - (self.floor.n_rows if self.floor else 0)
-            if dynamic is None and before:  # the support and loop rows' places, unbounded this step
-                dynamic = ik.qp._no_dynamic_rows(before)
-            if dynamic is not None:
-                rows = tuple(np.concatenate(pair) for pair in zip(dynamic, rows, strict=True))
-            dynamic = rows
+            dynamic = tuple(
+                np.concatenate(pair)
+                for pair in zip(
+                    dynamic if dynamic is not None else ik.qp._no_dynamic_rows(before),
+                    ik.qp._no_dynamic_rows(self.stance.n_rows),
+                    strict=True,
+                )
+            )
         if self.floor is not None:
             self.floor.prepare(kinematics.model, kinematics.data, dt, ik._predicted_mean, jacobian)
             dynamic = self._with_floor(ik, dynamic, "hard")
+        self._task = (jacobian, corrected, weights)
+        dynamic = self._with_stance(ik, dynamic)
         self.dynamic = dynamic
         self._balance_cost = extra
         if self.regularizers is not None:
@@ -153,25 +170,61 @@ class ExtraTerms:
             rows = tuple(np.concatenate(pair) for pair in zip(head, rows, strict=True))
         return rows
 
+    def _with_stance(self, ik, dynamic):
+        """``dynamic`` with the stance rows' block posed for this step: the frames in contact bound around
+        ``v*`` (:mod:`.stance_rows`), centred on ``y*`` of priority 1 with the block's other rows as they are
+        posed in ``dynamic`` (:mod:`.stance_priority`); zero, unbounded rows for frames out of contact."""
+        stance = self.stance
+        if stance is None:
+            return dynamic
+        jacobian, corrected, weights = self._task
+        start = self.dynamic_rows - stance.n_rows - (self.floor.n_rows if self.floor else 0)
+        stop = start + stance.n_rows
+        if self.priority is not None:
+            self.priority.state = ""
+        if not (stance.imposed and jacobian is not None and corrected is not None):
+            rows = ik.qp._no_dynamic_rows(stance.n_rows)
+        else:
+            centre = corrected
+            if self.priority is not None:
+                others = tuple(np.concatenate((part[:start], part[stop:])) for part in dynamic)
+                weights = ik.weights if weights is None else weights
+                centre = self.priority.centre(jacobian, corrected, weights, ik._lower, ik._upper, others)
+            rows = stance.bounds(jacobian, centre)
+        pairs = zip(dynamic, rows, strict=True)
+        return tuple(np.concatenate((part[:start], block, part[stop:])) for part, block in pairs)
+
     def floor_checked(self, ik, solution, solve):
         """``solution`` if it meets every dynamic row (floor, stance, loop, support rows) within
-        :data:`~.floor_rows.MISS`; else the step solved again (``solve(dynamic)``) with the floor rows
-        softened, then without them (:mod:`.floor_rows`): a QP whose rows contradict each other ends at
-        OSQP's iteration limit with an iterate that may miss any of them, e.g. a hard stance foot's."""
-        floor = self.floor
-        if floor is None:
-            return solution
+        :data:`~.floor_rows.MISS`; else priority 1's solution of the stance rows where it meets them (the main
+        QP near a singular leg can end at OSQP's iteration limit, :mod:`.stance_priority`); else the step
+        solved again (``solve(dynamic)``) with the floor rows softened, then without them
+        (:mod:`.floor_rows`): a QP whose rows contradict each other ends at OSQP's iteration limit with an
+        iterate that may miss any of them, e.g. a hard stance foot's."""
+        floor, priority = self.floor, self.priority
         for mode in ("softened", "dropped", None):
-            a, lower, upper = self.dynamic
-            rows = a @ solution.nu
-            if solution.solved and not ((rows < lower - MISS) | (rows > upper + MISS)).any():
+            if self._meets(solution):
                 break
-            if mode is None:
+            fallback = priority.fallback() if priority is not None else None
+            if fallback is not None and self._meets(fallback):
+                priority.counts["taken"] += 1
+                return fallback
+            if floor is None or mode is None:
                 break
-            self.dynamic = self._with_floor(ik, self.dynamic, mode)
+            self.dynamic = self._with_stance(ik, self._with_floor(ik, self.dynamic, mode))
             floor.counts[mode] += 1
             solution = solve(self.dynamic)
         return solution
+
+    def _meets(self, solution) -> bool:
+        """``solution`` is usable and meets every dynamic row as posed within :data:`~.floor_rows.MISS`."""
+        if not solution.solved:
+            return False
+        if self.dynamic is None:
+            return True
+        a, lower, upper = self.dynamic
+        rows = a @ solution.nu
+        return not ((rows < lower - MISS) | (rows > upper + MISS)).any()
 
     def _with_regularizers(self, kinematics, w0: float, carried: np.ndarray, m0: np.ndarray):
         return self.regularizers.cost_plus(self._balance_cost, kinematics.data, w0, carried, m0)
@@ -205,7 +258,7 @@ class ExtraTerms:
                 ik.integrate_this_step_by_euler()
                 ik._velocity_bounds(dt)  # the bounds are written in place: solve() reads the new ones
                 if self.floor is not None:  # the floor rows bound the mean: now nu_k itself
-                    self.dynamic = self._with_floor(ik, self.dynamic, self.floor.mode)
+                    self.dynamic = self._with_stance(ik, self._with_floor(ik, self.dynamic, self.floor.mode))
                 w0, carried = 1.0, ik._carried_velocity
                 m = solution.nu  # the model about the solution's velocity, now integrated by Euler
             again = solve(self._with_regularizers(kinematics, w0, carried, m))

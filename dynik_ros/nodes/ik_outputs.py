@@ -73,6 +73,7 @@ class IKOutputs:
             now = self.get_clock().now().nanoseconds * 1e-9  # when the IK answered (sim time with /clock)
             self.base_log.append((stamp * 1e-9, *p.tolist(), *quaternion.tolist(), now))
         if self._pub_tf is not None:
+
             def message() -> Any:  # an rclpy without serialized publishing
                 rotation = rotation_from_quaternion(quaternion)
                 transform = transform_stamped(stamp, world, self.base_frame, p, rotation)
@@ -116,6 +117,9 @@ class IKOutputs:
         floor = getattr(getattr(self.ik, "extra", None), "floor", None)
         if floor is not None:  # steps whose floor rows were softened or left out (core/floor_rows.py)
             values.update({f"floor_rows_{k}": v for k, v in floor.counts.items()})
+        priority = getattr(getattr(self.ik, "extra", None), "priority", None)
+        if priority is not None:  # steps whose stance rows gave way to the limits (core/stance_priority.py)
+            values.update({f"stance_rows_{k}": v for k, v in priority.counts.items()})
         if self.params["use_base_odom"]:
             values["base_odom_missing"] = self.base_odom_missing
             values["base_odom_ahead"] = self.base_odom_ahead

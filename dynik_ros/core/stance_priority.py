@@ -1,0 +1,110 @@
+"""Prioritized (lexicographic) hard stance: the stance rows of :mod:`.stance_rows` centred where the robot
+can meet them, so a step with a foot in contact is never infeasible.
+
+Hard stance rows ``v*_s - tol <= J_s nu <= v*_s + tol`` contradict the joint rows of eq. (10b) (the bounds of
+eq. 12-13) and the floor rows (:mod:`.floor_rows`) when the held pose asks for more than the limits allow
+(a leg leaning past its ankle roll's range, a held sole under the floor). OSQP then ends at its iteration
+limit with an iterate that misses any row, or the step holds. Lexicographic order instead: priority 1 is
+
+    nu_1 = argmin_nu  1/2 || W_s (J_s nu - v*_s) ||^2 + 1/2 mu ||nu||^2
+           s.t.       l <= C nu <= u        (the step's joint rows, eq. 10b)
+                      the step's other dynamic rows (support, loop and floor rows: they win)
+
+with ``J_s``, ``v*_s``, ``W_s`` the stance frames' rows of the stacked Jacobian, of eq. (9)'s corrected
+velocity and of the weights, and ``y* = J_s nu_1``. The cost is strictly convex in ``y = J_s nu``, so ``y*``
+is unique (for ``mu -> 0``; ``mu`` is a small damping that makes ``nu_1`` unique for OSQP and the Cholesky
+shortcut of :class:`~.velocity_qp.VelocityQP`), and the set of ``nu`` that keep priority 1 optimal is
+``{nu feasible : J_s nu = y*}``. The main QP (eq. 10) then takes the stance rows as
+
+    y* - tol <= J_s nu <= y* + tol
+
+feasible by construction (``nu_1`` meets them), the same as the plain rows whenever those are feasible
+(``y* = v*_s``, to ``mu``'s and OSQP's accuracy: well inside ``tol``), and otherwise the sole moves as close
+to its held pose as the whole body's joints allow while every other target gives way. Where the main QP
+still ends without meeting its rows (near a singular leg OSQP needs thousands of iterations), the step
+takes ``nu_1`` itself (:meth:`StancePriority.fallback`). Priority 1 is a second
+:class:`~.velocity_qp.VelocityQP` (fixed sparsity from the stance rows' Jacobian pattern, warm started).
+ROS-free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from dynik_ros.core.stance_rows import StanceRows
+from dynik_ros.core.velocity_qp import QPSettings, QPSolution, VelocityQP
+
+DAMPING = 1e-8  # mu: small against the stance rows' J_s J_s^T (>= ~1: the base's columns), see the docstring
+MAX_ITER = 4000  # priority 1 near a singular leg (G1 on CMU 131_01: legs straight, v*_s met at 20 rad/s)
+# converged in ~3400 OSQP iterations; the usual step takes the Cholesky shortcut or < 100
+STATES = ("met", "yielded", "failed")  # StepInfo.stance: y* = v*_s; y* != v*_s (gave way); priority 1 failed
+
+
+class StancePriority:
+    """Priority 1 of the stance rows (see the module docstring): per step :meth:`centre` returns ``v*`` with
+    the active stance frames' rows replaced by ``y*``; :attr:`state` and :attr:`counts` say how it went."""
+
+    def __init__(
+        self,
+        stance: StanceRows,
+        jacobian_pattern: np.ndarray,
+        constraint_matrix: np.ndarray,
+        settings: QPSettings,
+        expansion: np.ndarray | None,
+        other_rows: int,
+    ):
+        self.stance = stance
+        self._rows = np.concatenate(stance.rows)
+        self._sizes = [len(r) for r in stance.rows]
+        self.qp = VelocityQP(
+            jacobian_pattern[self._rows],
+            constraint_matrix,
+            replace(settings, damping=DAMPING, max_iter=MAX_ITER),
+            expansion,
+            dynamic_rows=other_rows,
+        )
+        self.state = ""
+        # steps whose y* is not v*_s / whose priority 1 failed / that took priority 1's nu (fallback)
+        self.counts = dict.fromkeys((*STATES[1:], "taken"), 0)
+        self._solution: QPSolution | None = None  # this step's priority 1, while its y* is posed
+
+    def centre(
+        self,
+        jacobian: np.ndarray,
+        corrected: np.ndarray,
+        weights: np.ndarray,
+        lower: np.ndarray,
+        upper: np.ndarray,
+        others: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    ) -> np.ndarray:
+        """``corrected`` (``v*`` of eq. 9, the whole stack) with the rows of the stance frames in contact
+        replaced by ``y*`` of priority 1 under the joint rows ``lower``/``upper`` and the ``others`` dynamic
+        rows; ``corrected`` itself where priority 1 has no usable solution (``state`` ``failed``)."""
+        rows = self._rows
+        active = np.repeat(self.stance.active, self._sizes)
+        w = np.where(active, weights[rows], 0.0)  # frames out of contact take no part
+        solution = self.qp.solve(jacobian[rows], corrected[rows], w, lower, upper, dynamic=others)
+        self._solution = solution
+        if not solution.solved:
+            self.state = STATES[2]
+            self.counts[self.state] += 1
+            self.qp.reset_warm_start()
+            return corrected
+        centred = corrected.copy()
+        achieved = jacobian[rows[active]] @ solution.nu
+        centred[rows[active]] = achieved
+        met = np.abs(achieved - corrected[rows[active]]).max() <= self.stance.tolerance
+        self.state = STATES[0] if met else STATES[1]
+        if not met:
+            self.counts[self.state] += 1
+        return centred
+
+    def fallback(self) -> QPSolution | None:
+        """This step's priority-1 solution ``nu_1`` (it meets the stance rows centred on its ``y*``), as the
+        step's solution when the main QP ends without meeting its rows; ``None`` without a usable one."""
+        solution = self._solution
+        if solution is None or not solution.solved or not self.state:
+            return None
+        return QPSolution(solution.nu, f"stance priority 1 ({solution.status})", solution.iterations, True)
