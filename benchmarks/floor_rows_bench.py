@@ -43,6 +43,24 @@ def deepest_mm(retargeter, qs: np.ndarray) -> float:
     return max(f.penetration_max_mm for f in figures)
 
 
+def step_alternately(iks: dict, times: np.ndarray, measurements, nq: int):
+    """Every IK of ``iks`` stepped through ``measurements`` at ``times``, alternately sample by sample (a
+    shared machine's load falls on all alike): per IK the step's thread CPU time (s), the written ``q`` and
+    each step's ``StepInfo``."""
+    dts = np.diff(times, prepend=times[0] - (times[1] - times[0]))
+    cpu = {key: np.empty(len(times)) for key in iks}
+    qs = {key: np.empty((len(times), nq)) for key in iks}
+    infos: dict = {key: [] for key in iks}
+    for k, m in enumerate(measurements):
+        for key, ik in iks.items():
+            start = time.thread_time()
+            ik.step(m, float(dts[k]))
+            cpu[key][k] = time.thread_time() - start
+            qs[key][k] = ik.q
+            infos[key].append(ik.info)
+    return cpu, qs, infos
+
+
 def compare(path: Path, robot: str, against: str = "none") -> str:
     from dynik_ros.core.floor_rows import points_of_feet
     from dynik_ros.io.motion_files import read_motion_file
@@ -68,15 +86,7 @@ def compare(path: Path, robot: str, against: str = "none") -> str:
     iks = {False: baseline, True: corners}
     for ik in iks.values():
         rt.settle(ik, measurements[0], 1.0)
-    dts = np.diff(times, prepend=times[0] - (times[1] - times[0]))
-    cpu = {on: np.empty(len(times)) for on in iks}
-    qs = {on: np.empty((len(times), rt.robot.nq)) for on in iks}
-    for k, m in enumerate(measurements):
-        for on, ik in iks.items():
-            start = time.thread_time()
-            ik.step(m, float(dts[k]))
-            cpu[on][k] = time.thread_time() - start
-            qs[on][k] = ik.q
+    cpu, qs, _ = step_alternately(iks, times, measurements, rt.robot.nq)
     floor = iks[True].extra.floor
     cells = []
     for on in (False, True):
