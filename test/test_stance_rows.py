@@ -198,6 +198,10 @@ def test_talos_stands_on_the_real_walk_at_its_speed_with_hard_stance_rows(tmp_pa
         rt.robot, saved["q"], saved["times"], saved["contacts"], rt.config.feet, rt.config.contact.blend_time,
         toe=saved["on_toes"], half_width=rt.config.balance.sole_half_width,
     )  # fmt: skip
+    summary = (out / "summary.txt").read_text().splitlines()
+    line = next(x for x in summary if x.startswith("stance rows yielded"))  # priority 1 (stance_priority.py)
+    counts = [int(n) for n in line.split()[-7:-2:2]]  # "... Y / F / T (IK steps)"
+    assert counts[0] > 0 and counts[1] == 0 and sum(counts) < len(saved["times"]), line
     for f in figures:  # the samples on the toes (the toe class) count apart, with targets of their own
         assert f.phases >= 1 and f.tilt_flat_max_deg <= 3.0, f.line()
         assert f.slide_max_mm <= 5.0 and f.penetration_max_mm <= 3.0, f.line()

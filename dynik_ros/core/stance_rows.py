@@ -8,6 +8,8 @@ bounds on ``nu``:
     v*_i - tol <= J_i nu <= v*_i + tol      (i: the rows of the frames flagged in contact this step)
 
 so the foot follows ``v* = v_ff + K e`` (its held pose and the feed-forward) and every other target gives way.
+Where the joint, floor or loop rows do not let the foot follow ``v*``, the rows are centred on priority 1's
+``y*`` instead (:mod:`.stance_priority`: the nearest the limits allow), so the step never turns infeasible.
 Frames out of contact get zero, unbounded rows (the QP's row count stays fixed). A step with stance rows is
 integrated by Euler (a multistep rule against an imposed row makes ``nu_k`` alternate, as with the loop
 rows). ROS-free.
