@@ -179,10 +179,11 @@ def test_the_map_names_a_bad_stance():
 def test_talos_stands_on_the_real_walk_at_its_speed_with_hard_stance_rows(tmp_path):
     """The committed CMU excerpt on TALOS at the capture's speed: with weighted feet (the map) a sole went
     5.3 mm under the floor and tilted 3.5 deg (legs at their velocity limits); ``--stance hard`` meets every
-    sole target but the depth, with no position or velocity breach (exit 0), on the written trajectory. The
-    depth at the sole's corners (since they are measured, core/sole.py) is 2.5 mm on the left foot, against
-    0.9 mm on its centre line: where the hard stance rows hold a rolled touch-down the floor rows contradict
-    them and are softened or left out (73 and 11 IK steps), so the edge stays under; asserted <= 3 mm."""
+    sole target, with no position or velocity breach (exit 0), on the written trajectory. With the plain rows
+    the depth at the sole's corners (core/sole.py) was 2.5 mm on the left foot: where the rows held a rolled
+    touch-down the floor rows contradicted them and were softened or left out (73 and 11 IK steps); with the
+    rows prioritized (core/stance_priority.py) the floor rows hold on every step (0.0 mm) and the stance rows
+    yield on those 73."""
     from pathlib import Path
 
     from dynik_ros.cli.retarget import main
@@ -204,5 +205,5 @@ def test_talos_stands_on_the_real_walk_at_its_speed_with_hard_stance_rows(tmp_pa
     assert counts[0] > 0 and counts[1] == 0 and sum(counts) < len(saved["times"]), line
     for f in figures:  # the samples on the toes (the toe class) count apart, with targets of their own
         assert f.phases >= 1 and f.tilt_flat_max_deg <= 3.0, f.line()
-        assert f.slide_max_mm <= 5.0 and f.penetration_max_mm <= 3.0, f.line()
+        assert f.slide_max_mm <= 5.0 and f.penetration_max_mm <= 2.0, f.line()
         assert not f.toe_runs or (f.toe_slide_max_mm <= 5.0 and f.toe_roll_max_deg <= 3.0), f.line()
