@@ -132,3 +132,19 @@ def test_a_bag_deleted_while_replayed_in_a_loop_ends_the_stream_with_an_error(h,
 
     assert h.spin_until(error_reported), [s.message for msg in diagnostics[-3:] for s in msg.status]
     assert len(samples) <= node.published
+
+
+@pytest.mark.parametrize("value", ["nan", "0", "-5"])
+def test_a_run_timeout_that_is_not_a_positive_number_is_refused(tmp_path, value):
+    """``dynik-ros run --timeout nan`` (or 0) started the pipeline and stopped it at once as timed out (exit
+    1, "the run hit its timeout"); now it is a bad argument (exit 2) before anything starts."""
+    result = subprocess.run(
+        [sys.executable, "-m", "dynik_ros.cli.run_command", "run", "replay", "--no-record"]
+        + ["--timeout", value],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.stderr.splitlines()[-1].startswith("dynik-ros run: error: argument --timeout: must be ")

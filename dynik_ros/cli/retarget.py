@@ -23,7 +23,6 @@ map or an input file that cannot be read (truncated, corrupted, wrong format: on
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from dynik_ros.cli.arguments import finite
 from dynik_ros.cli.retarget_outputs import (  # noqa: F401 - re-exported (benchmarks, tests)
     BASE_ODOM_TOPIC,
     JOINT_STATES_TOPIC,
@@ -168,26 +168,6 @@ def read_bag_motion(path: str | Path, topic: str = "/human/link_states") -> Huma
 
 
 # ---------------------------------------------------------------------------- main
-def finite(minimum: float | None = None, positive: bool = False) -> Any:
-    """An argparse ``type``: a finite float, ``> 0`` with ``positive``, ``>= minimum`` if given (a NaN
-    swing weight ended in a traceback, a NaN heel-off or a negative settle ran silently)."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
-        if positive and value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-        if minimum is not None and value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum:g}, got {text}")
-        return value
-
-    return parse
-
-
 def build_parser() -> argparse.ArgumentParser:
     from dynik_ros.motion.synthetic import SCENARIOS
 

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from dynik_ros.bench.load import fifo_priority
+from dynik_ros.cli.arguments import finite
 from dynik_ros.cli.run import (
     EXECUTORS,
     PipelineError,
@@ -53,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="single (default): every node in this process; per-node: one process per node; "
         "source-ik+bridge: wearable_node and ik_node together, the bridge (and sim) apart",
     )
-    run.add_argument("--timeout", type=float, default=600.0, help="wall-time limit [s]")
+    run.add_argument("--timeout", type=finite(positive=True), default=600.0, help="wall-time limit [s]")
     run.add_argument("--domain-id", type=int, help="ROS domain id (default: $ROS_DOMAIN_ID)")
     run.add_argument(
         "--video",
