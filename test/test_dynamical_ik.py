@@ -459,6 +459,40 @@ def test_a_frame_change_keeps_the_com_target_and_the_contacts():
     assert moved.contacts.tolist() == [True, False]
 
 
+def test_a_frame_change_keeps_every_field_it_does_not_turn():
+    """transform_measurements keeps the hard stance flags and the per-row weight factors (it rebuilt the
+    measurements field by field and dropped ``stance``): every field of :class:`Measurements` set, the
+    turned ones are turned and every other one comes back as it was, so a field added later is covered."""
+    from dataclasses import fields
+
+    from dynik_ros.core.frame_change import transform_measurements
+
+    turn = rotation_about("z", 0.7)
+    shift = np.array([1.0, -2.0, 0.5])
+    m = Measurements(
+        np.array([[0.1, 0.2, 0.9]]),
+        rotation_about("x", 0.3)[None],
+        np.array([[0.4, 0.0, 0.1]]),
+        np.array([[0.0, 0.2, 0.0]]),
+        com_position=np.array([0.1, 0.2, 0.8]),
+        com_velocity=np.array([0.3, 0.0, 0.0]),
+        contacts=np.array([True, False]),
+        stance=np.array([False, True]),
+        weight_scale=np.array([1.0, 0.5, 0.5, 1.0, 1.0, 0.1]),
+    )
+    assert all(getattr(m, f.name) is not None for f in fields(m))  # every field set: none can hide
+    moved = transform_measurements(m, (turn, shift))
+    np.testing.assert_allclose(moved.positions, m.positions @ turn.T + shift)
+    np.testing.assert_allclose(moved.rotations, turn @ m.rotations)
+    np.testing.assert_allclose(moved.linear_velocities, m.linear_velocities @ turn.T)
+    np.testing.assert_allclose(moved.angular_velocities, m.angular_velocities @ turn.T)
+    turned = {"positions", "rotations", "linear_velocities", "angular_velocities"}
+    turned |= {"com_position", "com_velocity"}
+    for f in fields(m):
+        if f.name not in turned:
+            np.testing.assert_array_equal(getattr(moved, f.name), getattr(m, f.name), err_msg=f.name)
+
+
 def test_a_measured_base_twist_moves_the_base_as_measured_and_the_joints_follow(human66, walking66):
     """set_base_velocity (mocap feedback's twist): with the targets held still and the base told to move
     at 0.3 m/s and 0.5 rad/s about z, each step's base twist is the measured one, so once the integrator's

@@ -14,6 +14,8 @@ the trapezoidal mean makes the error ``O(dt^3)`` (a 25 ms gap of a walking pelvi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from dynik_ros.core.robot_model import RobotModel
@@ -67,17 +69,17 @@ def estimate_change(
 
 def transform_measurements(m: Measurements, change: Transform) -> Measurements:
     """``m`` expressed in the new frame: positions (and the CoM target) moved, rotations and world-frame
-    velocities turned; the contact flags and the weight factors kept."""
+    velocities turned; every other field (contact and stance flags, weight factors, any field added
+    later) kept as it is (``dataclasses.replace``: none can be dropped by omission)."""
     rotation, translation = change
-    return Measurements(
-        m.positions @ rotation.T + translation,
-        rotation @ m.rotations,
-        None if m.linear_velocities is None else m.linear_velocities @ rotation.T,
-        None if m.angular_velocities is None else m.angular_velocities @ rotation.T,
-        None if m.com_position is None else rotation @ m.com_position + translation,
-        None if m.com_velocity is None else rotation @ m.com_velocity,
-        m.contacts,
-        weight_scale=m.weight_scale,
+    return replace(
+        m,
+        positions=m.positions @ rotation.T + translation,
+        rotations=rotation @ m.rotations,
+        linear_velocities=None if m.linear_velocities is None else m.linear_velocities @ rotation.T,
+        angular_velocities=None if m.angular_velocities is None else m.angular_velocities @ rotation.T,
+        com_position=None if m.com_position is None else rotation @ m.com_position + translation,
+        com_velocity=None if m.com_velocity is None else rotation @ m.com_velocity,
     )
 
 
