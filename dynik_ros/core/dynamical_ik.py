@@ -239,7 +239,15 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
 
     # ----------------------------------------------------------------- state
     def reset(self, q0: np.ndarray | None = None) -> None:
-        """Restart from ``q0`` (pinocchio layout; default: neutral), joints clipped into their limits."""
+        """Restart from ``q0`` (pinocchio layout; default: neutral), joints clipped into their limits; the
+        steps that follow are those of a new IK started there: its QP solver restarted too (OSQP adapts its
+        ``rho`` as it solves) and the branch-recovery shadow rebuilt when next needed."""
+        self._start_at(q0)
+        self.qp.restart()
+        self._shadow = None
+
+    def _start_at(self, q0: np.ndarray | None) -> None:
+        """The state of :meth:`reset` (pose, velocity history, reference, warm start, recovery)."""
         q0 = self.robot.neutral_configuration() if q0 is None else q0
         self.base_position, self.base_rotation, joints = self.robot.split(
             self._checked_configuration(q0, "q0")
@@ -283,7 +291,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
             config = replace(self.config, branch_recovery=replace(self.config.branch_recovery, enabled=False))
             shadow = self._shadow = DynamicalIK(self.robot, self.targets, config, q0)
         else:
-            shadow.reset(q0)
+            shadow._start_at(q0)  # its solver carries on from its last trial
         shadow.gains[:] = self.gains
         return shadow
 
