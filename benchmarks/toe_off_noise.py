@@ -6,10 +6,11 @@
 
 Contacts are counted on the contact rules' flags (no IK): a synthetic subject standing in T-pose (6 s, white
 noise ``NoiseSpec(position=sigma)`` on every link) has 2 without flicker. ``--live`` emulates ik_node without
-ROS (``Retargeter.measurements`` per received sample, one IK step of the sample interval, as
-``IKNode._process`` does) against ``retarget_motion`` (contact rules and IK on 0.02 s steps,
-retarget/ik_steps.py), on the synthetic walk at 30 Hz and the 30 Hz captures of ``real_captures.py``'s table
-found in DIR (and 120 Hz ones taken every 4th sample); figures of the written trajectory (foot_figures.py).
+ROS (:func:`~dynik_ros.retarget.stream_input.stream_path`: the samples one at a time, the first one's IK
+step when the second comes, as ``IKNode._process`` does) against ``retarget_motion`` (contact rules and IK
+on 0.02 s steps, retarget/ik_steps.py), on the synthetic walk at 30 Hz and the 30 Hz captures of
+``real_captures.py``'s table found in DIR (and 120 Hz ones taken every 4th sample); figures of the written
+trajectory (foot_figures.py).
 """
 
 from __future__ import annotations
@@ -76,30 +77,13 @@ def _live_figures(rt, motion, live: bool, max_step: float = 0.02) -> tuple[float
     """(MNTE, flat tilt max deg, slide max mm, depth max mm after 0.5 s) of ik_node's path (its ``max_step``
     parameter: 0.02 s, the default, or 0, one IK step a sample) or the offline run."""
     from dynik_ros.retarget.foot_figures import foot_figures
+    from dynik_ros.retarget.stream_input import stream_path
     from dynik_ros.retarget.trajectory_errors import trajectory_errors
 
     feet, blend = rt.config.feet, rt.config.contact.blend_time
     if live:
-        rt.reset()
-        ik = rt.make_ik()
-        ik.reset(rt.initial_configuration())
-        times, p, r, lv, av = rt.motion_arrays(motion)
-        q, v = np.zeros((len(times), rt.robot.nq)), np.zeros((len(times), rt.robot.nv))
-        contacts = np.zeros((len(times), len(feet)), dtype=int)
-        ms = []
-        for k in range(len(times)):
-            poses = {link: (p[k, i], r[k, i]) for i, link in enumerate(rt.links)}
-            twists = {link: (lv[k, i], av[k, i]) for i, link in enumerate(rt.links)}
-            last = rt.last_sample_time
-            steps = rt.stream_measurements(poses, twists, float(times[k]), ik.q, max_step, 0.1)
-            contacts[k] = rt.last_contacts
-            ms.append(steps[-1][1])
-            if k:
-                for t, m in steps:  # ik_node's steps: several when the stream is sparse
-                    q[k], v[k] = ik.step(m, min(t - last, 0.1))
-                    last = t
-            else:
-                q[k] = ik.q
+        times = np.asarray(motion.times, dtype=float)
+        q, v, contacts, ms = stream_path(rt, motion, max_step, 0.1)
         sole = [np.asarray(f.sole, dtype=float).reshape(-1, 3) for f in feet]
         errors = trajectory_errors(rt.robot, rt.targets, q, v, ms, [f.frame for f in feet], sole, contacts)
         mnte = float(np.mean(errors.mnte))
@@ -158,6 +142,39 @@ def live_path(directory: Path | None) -> None:
             cells += [_live_figures(rt, motion, True, max_step) for max_step in (0.02, 0.0)]
             text = " | ".join(f"{c[0]:.2e}, {c[1]:.1f} deg, {c[2]:.1f} mm, {c[3]:.1f} mm" for c in cells)
             print(f"  {robot:5s} {label:45s} {text}", flush=True)
+    start_figures(takes)
+
+
+def start_figures(takes: list) -> None:
+    """The node's start (parameter ``settle``): wall time of the settle on the first sample (it holds the
+    node's callbacks that long), and the published path's fastest joint over its first sample interval
+    (the first answer is the state before the first sample's step, the second one is after that step and
+    the second sample's: both in one interval) against its fastest later, as ``|dq| / (v_max dt)``."""
+    import time
+
+    from dynik_ros.retarget.retargeter import Retargeter
+    from dynik_ros.retarget.stream_input import stream_path
+
+    print("start: settle 0.2 / 1 s wall ms; fastest joint / v_max, first interval | later, settle 0 and 1 s")
+    for robot in ("g1", "talos"):
+        rt = Retargeter.from_config(robot)
+        walls = []
+        for settle in (0.2, 1.0):
+            rt.reset()
+            first = rt.motion_measurements(takes[0][1])[0][0]
+            ik = rt.make_ik()
+            start = time.perf_counter()
+            rt.settle(ik, first, settle)
+            walls.append(1e3 * (time.perf_counter() - start))
+        print(f"  {robot:5s} settle {walls[0]:.0f} / {walls[1]:.0f} ms wall", flush=True)
+        for label, motion in takes:
+            cells = []
+            for settle in (0.0, 1.0):
+                q = stream_path(rt, motion, 0.02, 0.1, settle)[0][:, 7:]
+                dt = np.diff(np.asarray(motion.times, dtype=float))[:, None]
+                ratio = np.abs(np.diff(q, axis=0)) / (rt.robot.velocity_limit * dt)
+                cells.append(f"{ratio[0].max():.2f} | {ratio[1:].max():.2f}")
+            print(f"  {robot:5s} {label:45s} " + ", ".join(cells), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,12 +3,15 @@ computed one sample at a time equal the offline ones, and ik_node's published fe
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from dynik_ros.motion.synthetic import NoiseSpec
 from dynik_ros.retarget.human import synthetic_human_motion
 from dynik_ros.retarget.retargeter import MAX_IK_STEP, Retargeter
+from dynik_ros.retarget.stream_input import stream_path
 
 
 def _streamed(rt: Retargeter, motion, max_step: float = MAX_IK_STEP):
@@ -72,34 +75,38 @@ def test_a_gap_longer_than_max_gap_is_one_step_and_a_reset_forgets_the_last_samp
     assert len(sample(3, 1 / 30 + 0.5 + 1 / 30)) == 2
 
 
+@pytest.mark.parametrize("rate", [120.0, 30.0, 10.0])
+def test_the_first_samples_step_is_the_offline_runs_first_step(rate):
+    """``first_step_dt``: the dt ``Retargeter.run`` gives a take's first sample (its step grid's first
+    interval: the sample interval at 120 Hz, a half at 30 Hz, a third at 10 Hz), from the first two samples
+    alone; one step a sample (``max_step`` 0) takes the interval, a gap beyond ``max_gap`` is clamped."""
+    from dynik_ros.retarget.ik_steps import first_step_dt
+
+    motion = synthetic_human_motion("walking", 0.5, rate)
+    offline = Retargeter.from_config("g1")
+    offline.reset()
+    times = offline.step_measurements(motion)[0]
+    t0, t1 = float(motion.times[0]), float(motion.times[1])
+    assert first_step_dt(t0, t1, MAX_IK_STEP) == times[1] - times[0]
+    assert first_step_dt(t0, t1, MAX_IK_STEP) == pytest.approx((t1 - t0) / math.ceil((t1 - t0) / 0.02 - 1e-9))
+    assert first_step_dt(t0, t1, 0.0) == t1 - t0
+    assert first_step_dt(t0, t0 + 0.5, MAX_IK_STEP, max_gap=0.1) == 0.1
+
+
 def _node_path(rt: Retargeter, motion, max_step: float, times: np.ndarray):
-    """ik_node's path without ROS: the configuration after each sample and the contacts at the samples
-    (``times``: the node's, from the stamps)."""
-    _, p, r, v, w = rt.motion_arrays(motion)
-    rt.reset()
-    ik = rt.make_ik()
-    ik.reset(rt.initial_configuration())
-    q = np.zeros((len(times), rt.robot.nq))
-    contacts = np.zeros((len(times), len(rt.config.feet)), dtype=int)
-    for k in range(len(times)):
-        poses = {link: (p[k, i], r[k, i]) for i, link in enumerate(rt.links)}
-        twists = {link: (v[k, i], w[k, i]) for i, link in enumerate(rt.links)}
-        last = rt.last_sample_time
-        steps = rt.stream_measurements(poses, twists, float(times[k]), ik.q, max_step)
-        contacts[k] = rt.last_contacts
-        q[k] = ik.q
-        if k:  # the node's first sample only starts the IK
-            for t, m in steps:
-                q[k], _ = ik.step(m, t - last)
-                last = t
+    """ik_node's path without ROS (:func:`stream_path`): the configuration after each sample and the
+    contacts at the samples (``times``: the node's, from the stamps)."""
+    import dataclasses
+
+    q, _, contacts, _ = stream_path(rt, dataclasses.replace(motion, times=times), max_step)
     return q, contacts
 
 
 @pytest.mark.parametrize("max_step", [0.02, 0.0])
 def test_ik_node_on_a_30_hz_stream_steps_like_the_offline_run(h, max_step):
     """ik_node (real rclpy and DDS) fed the synthetic walk at 30 Hz: with ``max_step`` 0.02 s (the default)
-    its published configurations are those of the stream path above (two IK steps a sample, the contact
-    rules on both), and the soles it commands stand level in contact (flat tilt 1.9 deg, forward kinematics
+    its published configurations are those of the stream path (two IK steps a sample, the contact rules on
+    both), and the soles it commands stand level in contact (flat tilt 1.9 deg, forward kinematics
     of the published joint states and base odometry). With ``max_step`` 0 (one IK step a sample, the node
     before) the touch-down levelling lags: the soles tilt 4.2 deg in contact."""
     from node_harness import motion_link_msg, params, published_configurations
@@ -127,3 +134,138 @@ def test_ik_node_on_a_30_hz_stream_steps_like_the_offline_run(h, max_step):
     )  # fmt: skip
     tilt = max(f.tilt_flat_max_deg for f in figures)
     assert tilt < 3.0 if max_step > 0 else tilt > 3.0, tilt
+
+
+def _every_4th_sample_of_the_cmu_excerpt():
+    """The committed CMU 131_01 excerpt (120 Hz, starting mid-stride) at 30 Hz, timed by the node's stamps."""
+    import dataclasses
+    from pathlib import Path
+
+    from dynik_ros.io.motion_files import detect_format, read_motion_file
+
+    path = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
+    m = read_motion_file(path, detect_format(path))
+    names = ("times", "positions", "rotations", "linear_velocities", "angular_velocities")
+    m = dataclasses.replace(m, **{k: getattr(m, k)[::4] for k in names})
+    t0 = 1_700_000_000 * 10**9
+    stamps = [t0 + round(1e9 * (t - m.times[0])) for t in m.times]
+    return dataclasses.replace(m, times=(np.array(stamps) - stamps[0]) * 1e-9), stamps
+
+
+@pytest.mark.parametrize("settle", [0.0, 1.0])
+def test_ik_node_starts_a_take_as_retarget_motion_does(h, settle):
+    """ik_node (real rclpy and DDS) fed a take that starts mid-stride (the CMU excerpt at 30 Hz): it runs
+    the offline run's start, ``settle`` s on the first sample then that sample's own IK step (its dt, the
+    offline run's first step, known when the second sample comes), so from the second sample on it
+    publishes ``Retargeter.retarget_motion(take, settle)``'s configurations (to round-off: 1e-14 at first,
+    OSQP's iterations let it grow to ~1e-8 by the end). The first sample is answered with the state before
+    its step: the initial configuration, or the settled one, inside the joint limits. Before, the node
+    published its initial configuration and never stepped on the first sample: 0.1 rad off from then on."""
+    from node_harness import motion_link_msg, params, published_configurations
+
+    from dynik_ros.nodes.ik_node import IKNode
+
+    motion, stamps = _every_4th_sample_of_the_cmu_excerpt()
+    node = IKNode(**params(model="", robot="g1", link_states_reliable=True, settle=settle))
+    solver = h.add(node)
+    published = published_configurations(h, solver, lambda k: motion_link_msg(motion, k, stamps[k]), stamps)
+    offline = Retargeter.from_config("g1").retarget_motion(motion, settle=settle, evaluate=False)
+    np.testing.assert_allclose(published[1:], offline.q[1:], atol=1e-6)
+    rt = Retargeter.from_config("g1")
+    q0 = rt.initial_configuration()
+    if settle == 0.0:
+        np.testing.assert_allclose(published[0], q0, atol=1e-9)
+    else:  # the settled pose: far from the start, inside the limits (bridge_node ramps the robot there)
+        ik = rt.make_ik()
+        rt.settle(ik, rt.motion_measurements(motion)[0][0], settle)
+        np.testing.assert_allclose(published[0], ik.q, atol=1e-9)
+        assert np.abs(published[0][7:] - q0[7:]).max() > 0.1
+    joints = published[:, 7:]
+    robot = rt.robot
+    assert np.all(joints >= robot.lower - 1e-9) and np.all(joints <= robot.upper + 1e-9)
+    # after ~/reset the next sample is a first one again: the same start, the same path
+    again = _stream_again_after_reset(h, solver, motion, [s + 10**10 for s in stamps])
+    np.testing.assert_allclose(again, published, atol=1e-6)
+
+
+def _stream_again_after_reset(h, solver, motion, stamps):
+    """Call ik_node's ``~/reset`` (real service), stream ``motion`` at ``stamps`` and return the published
+    configuration per stamp (base pose then joints)."""
+    from nav_msgs.msg import Odometry
+    from node_harness import motion_link_msg
+    from sensor_msgs.msg import JointState, MultiDOFJointState
+    from std_srvs.srv import Trigger
+
+    from dynik_ros.nodes.common import RELIABLE_QOS
+
+    client = h.probe.create_client(Trigger, "/ik_node/reset")
+    assert h.spin_until(client.service_is_ready)
+    future = client.call_async(Trigger.Request())
+    assert h.spin_until(future.done, timeout=30.0) and future.result().success
+    joints, odom = h.collect(JointState, "/dynik/joint_states"), h.collect(Odometry, "/dynik/base_odom")
+    pub = h.probe.create_publisher(MultiDOFJointState, "/human/link_states", RELIABLE_QOS)
+    h.wait_matched(pub)
+    received = solver.received
+    for k, stamp in enumerate(stamps):
+        pub.publish(motion_link_msg(motion, k, stamp))
+        assert h.spin_until(lambda k=k: solver.received > received + k, timeout=30.0)
+    assert h.spin_until(lambda: len(joints) >= len(stamps) and len(odom) >= len(stamps), timeout=30.0)
+    assert solver.rejections.total == 0
+
+    def stamp_of(msg) -> int:
+        return msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+
+    by_joints = {stamp_of(j): j.position for j in joints}
+    by_odom = {stamp_of(o): o.pose.pose for o in odom}
+    q = []
+    for stamp in stamps:
+        pose = by_odom[stamp]
+        p, r = pose.position, pose.orientation
+        q.append(np.concatenate(([p.x, p.y, p.z, r.x, r.y, r.z, r.w], by_joints[stamp])))
+    return np.array(q)
+
+
+def test_a_settled_start_far_from_the_robot_reaches_it_within_the_velocity_limits(h):
+    """``settle:=1`` on the CMU excerpt (G1): ik_node's first output is the settled pose, further from the
+    robot standing at its initial configuration than its velocity limits allow in a sample interval; the
+    commands bridge_node (real DDS, ramp_time 0, message clock) makes of that stream start at the robot's
+    measured joints and never exceed the position or velocity limits (``WireChecks``, what the fuzz
+    harness checks on the wire), and reach the IK's output once the robot has caught up."""
+    from node_harness import bridge, motion_link_msg, ok, params, published_configurations
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from dynik_ros.nodes.common import RELIABLE_QOS
+    from dynik_ros.nodes.conversions import joint_state_msg
+    from dynik_ros.nodes.ik_node import IKNode
+    from dynik_ros.testing.invariants import WireChecks
+
+    motion, stamps = _every_4th_sample_of_the_cmu_excerpt()
+    robot = Retargeter.from_config("g1").robot
+    q0 = Retargeter.from_config("g1").initial_configuration()[7:]
+    names = list(robot.joint_names)
+    # command_rate 30: the message clock's rate limit spans up to 2 / command_rate, so it keeps up with a
+    # 30 Hz input (at the default 100 Hz it allowed 0.02 s of motion a 0.033 s sample: a knee fell behind)
+    # (input_depth 0: every IK output commanded, however far behind the bridge's callbacks fall)
+    driver = h.add(bridge(robot="g1", clock="message", ramp_time=0.0, command_rate=30.0, input_depth=0))
+    commands = h.collect(Float64MultiArray, "/test_ctrl/commands")
+    measured = h.probe.create_publisher(JointState, "/joint_states", RELIABLE_QOS)
+    assert ok(driver.trigger_configure()), driver.last_error
+    assert ok(driver.trigger_activate())
+    assert driver.joints == names
+    h.wait_matched(measured)
+    measured.publish(joint_state_msg(stamps[0], names, q0, np.zeros(len(names))))
+    assert h.spin_until(lambda: driver._measured is not None)
+    solver = h.add(IKNode(**params(model="", robot="g1", link_states_reliable=True, settle=1.0)))
+    published = published_configurations(h, solver, lambda k: motion_link_msg(motion, k, stamps[k]), stamps)
+    assert h.spin_until(lambda: len(commands) >= len(stamps), timeout=30.0)
+    jump = np.abs(published[0, 7:] - q0) / (robot.velocity_limit * (stamps[1] - stamps[0]) * 1e-9)
+    assert jump.max() > 1.5  # the settled pose: more than an interval at full speed away
+    checks = WireChecks(robot.lower, robot.upper, robot.velocity_limit)
+    first_sent = stamps[0] - 10**9 // int(driver.params["command_rate"])  # the bridge's start
+    checks.command(q0, first_sent)
+    for stamp, command in zip(stamps, commands, strict=True):
+        checks.command(np.asarray(command.data), stamp)
+    assert not checks.breaches, checks.examples
+    assert driver.rate_limited > 0  # the ramp onto the settled pose was the bridge's
+    np.testing.assert_allclose(np.asarray(commands[-1].data), published[-1, 7:], atol=1e-9)

@@ -10,7 +10,8 @@ do, independent of any base feedback: the harness target of a simulated robot wh
 mocap).
 
 ``dt`` comes from the message stamps. The first message initializes the state (base at the measured root
-link for a human model, retargeter calibration for a robot) and is answered with that state. Refused
+link for a human model, retargeter calibration for a robot) and is answered with that state; a robot's IK
+settles on it and takes its step as the offline run does (:mod:`~dynik_ros.nodes.ik_start`). Refused
 inputs (NaN, non-rotations, unknown or missing links, wrong lengths, out-of-order or stale stamps) are
 counted by reason in diagnostics and never stop the node.
 """
@@ -62,6 +63,7 @@ from dynik_ros.nodes.ik_base_feedback import BaseFeedback
 from dynik_ros.nodes.ik_markers import MarkerBuilder
 from dynik_ros.nodes.ik_outputs import IKOutputs
 from dynik_ros.nodes.ik_params import IK_PARAMS
+from dynik_ros.nodes.ik_start import StreamStart
 from dynik_ros.nodes.node_process import run_node
 
 INVALID = "invalid"
@@ -77,7 +79,13 @@ LOCAL_REASONS = (
 
 
 class IKNode(
-    IKOutputs, BalanceInput, BaseFeedback, RetargetCalibrationServices, MarkerBuilder, DynikLifecycleNode
+    IKOutputs,
+    BalanceInput,
+    BaseFeedback,
+    StreamStart,
+    RetargetCalibrationServices,
+    MarkerBuilder,
+    DynikLifecycleNode,
 ):
     """Lifecycle node running :class:`DynamicalIK` on the link-state stream."""
 
@@ -120,6 +128,7 @@ class IKNode(
         self.returned = 0  # excursions undone: the stream came back (io/plausibility.py)
         self.dt_clamped = 0
         self.sub_steps = 0  # IK steps between the samples of a sparse stream (max_step)
+        self.settle_time = 0.0  # wall seconds the last settle on a first sample took (parameter settle)
         self._steps_before: list = []
         self._last_step_dt = 0.0
         self.base_odom_missing = 0
@@ -156,6 +165,7 @@ class IKNode(
         self._last_metrics_ns = -(10**18)
         self._odom: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._latest = None
+        self._first_step: tuple[float, Measurements] | None = None  # a robot's first sample, not stepped yet
 
     def _configure(self, p: dict[str, Any]) -> None:
         self._clear()
@@ -374,6 +384,8 @@ class IKNode(
             if self._last_ns is None:
                 measurements = self._with_base_feed_forward(decoded, links)
                 self._initialize(links)
+                if self.retargeter is not None:
+                    self._settle(decoded)
                 q, v = self.ik.q, np.zeros(self.robot.nv)
             else:
                 dt = (stamp - self._last_ns) * 1e-9
@@ -465,6 +477,8 @@ class IKNode(
                 if self.online_balance is not None:
                     self.online_balance.reset()
             time = (links.stamp_ns - self._first_ns) * 1e-9
+            if self._first_step is not None and self._last_ns is not None:
+                self._step_first_sample(time, links)
             # the IK's configuration as the last step left it: with contact.anchor robot a foot turning
             # flat in contact is held where the robot's sole is (retarget/robot_anchor.py)
             robot_q = None if self._last_ns is None else self.ik.q

@@ -106,6 +106,7 @@ class IKOutputs:
             "position_rmse": mean(3),
             "dt_clamped": self.dt_clamped,
             "sub_steps": self.sub_steps,
+            "settle_time_ms": 1e3 * self.settle_time,
             "held_steps": self.held_steps,
             "rebased": self.rebased,
             "returned": self.returned,

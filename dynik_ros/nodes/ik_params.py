@@ -159,6 +159,16 @@ IK_PARAMS = (
         high=1.0,
     ),
     ParamSpec(
+        "settle",
+        0.0,
+        "With a robot: IK seconds spent on the first sample (frozen, 0.01 s steps) before its own step, as "
+        "dynik-retarget --settle (default 1) offline [s]; 0 = none, as Retargeter.retarget_motion. The "
+        "settled pose is published at once (bridge_node ramps the robot onto it within its limits); the "
+        "settle holds the node's callbacks ~0.07 s per 0.2 s on G1 (settle_time_ms in /diagnostics).",
+        low=0.0,
+        high=2.0,
+    ),
+    ParamSpec(
         "max_future_stamp",
         1.0,
         "Inputs stamped further ahead of the node clock are refused [s]; 0 = check against the stream "

@@ -46,6 +46,19 @@ def step_grid(times: np.ndarray, max_step: float) -> tuple[np.ndarray, np.ndarra
     return grid, index, left_a, fraction_a
 
 
+def first_step_dt(t0: float, t1: float, max_step: float, max_gap: float = math.inf) -> float:
+    """The IK step of a take's first sample, once the second one is known: :meth:`Retargeter.run
+    <dynik_ros.retarget.retargeter.Retargeter.run>` gives it the first interval of :func:`step_grid` (a
+    sample ``t1 - t0`` after it: ``(t1 - t0) / ceil((t1 - t0) / max_step)``). A stream stepped once a sample
+    (``max_step`` 0) or a second sample further than ``max_gap`` (a lost stretch, stepped once with
+    ``max_gap``) gives ``min(t1 - t0, max_gap)``."""
+    interval = float(t1) - float(t0)
+    if max_step <= 0.0 or interval > max_gap + 1e-9:
+        return min(interval, max_gap)
+    grid = step_grid(np.array([t0, t1], dtype=float), max_step)[0]
+    return float(grid[1] - grid[0])
+
+
 def on_ik_steps(
     times: np.ndarray,
     positions: np.ndarray,

@@ -15,6 +15,12 @@ stream, not a sparse one), the human links are interpolated between the two samp
 last one being this sample's; the toe-off noise estimate reads the samples only. The targets are those the
 offline run computes for the same grid (tested against :meth:`Retargeter.step_measurements`); nothing waits
 for a later sample.
+
+The start: the offline run steps once on the first sample, with its step grid's first interval
+(:func:`.ik_steps.first_step_dt`), after an optional settle (:meth:`Retargeter.settle`). A stream knows that
+interval at its second sample: :func:`stream_path` (ik_node's path without ROS, ``IKNode._process`` with ROS)
+answers the first sample with the state before its step and takes that step when the second sample comes,
+before the second sample's steps, so from there on the path is ``Retargeter.retarget_motion``'s.
 """
 
 from __future__ import annotations
@@ -113,3 +119,39 @@ class StreamInput:
         self.last_contacts = flags[-1]
         self._previous = (float(time), *arrays)
         return list(zip(steps[0].tolist(), out, strict=True))
+
+
+def stream_path(
+    rt, motion, max_step: float = 0.02, max_gap: float = 0.1, settle: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Measurements]]:
+    """ik_node's path on ``motion`` without ROS, one sample at a time: ``(q, v, contacts, targets)`` at the
+    samples. The first sample settles ``settle`` s (:meth:`Retargeter.settle`) and answers with that state;
+    its own IK step (``dt``: :func:`.ik_steps.first_step_dt`) runs when the second sample comes, before that
+    sample's steps (:meth:`StreamInput.stream_measurements`), as the offline run steps them."""
+    from dynik_ros.retarget.ik_steps import first_step_dt
+
+    times, p, r, lv, av = rt.motion_arrays(motion)
+    rt.reset()
+    ik = rt.make_ik()
+    ik.reset(rt.initial_configuration())
+    q, v = np.zeros((len(times), rt.robot.nq)), np.zeros((len(times), rt.robot.nv))
+    contacts = np.zeros((len(times), len(rt.config.feet)), dtype=int)
+    targets: list[Measurements] = []
+    for k in range(len(times)):
+        if k == 1:  # the first sample's step, now that its dt is known
+            ik.step(targets[0], first_step_dt(times[0], times[1], max_step, max_gap))
+        poses = {link: (p[k, i], r[k, i]) for i, link in enumerate(rt.links)}
+        twists = {link: (lv[k, i], av[k, i]) for i, link in enumerate(rt.links)}
+        last = rt.last_sample_time
+        steps = rt.stream_measurements(poses, twists, float(times[k]), ik.q, max_step, max_gap)
+        contacts[k] = rt.last_contacts
+        targets.append(steps[-1][1])
+        if k == 0:
+            if settle > 0:
+                rt.settle(ik, targets[0], settle)
+            q[k] = ik.q
+            continue
+        for t, m in steps:  # several when the stream is sparse
+            q[k], v[k] = ik.step(m, min(t - last, max_gap))
+            last = t
+    return q, v, contacts, targets
