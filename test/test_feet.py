@@ -34,6 +34,33 @@ def _corner_heights(robot, q: np.ndarray, feet, half: float) -> np.ndarray:
     )
 
 
+def test_figures_measure_a_held_foot_that_does_not_come_down(g1):
+    """The whole robot moved by hand, as a pelvis held higher than the legs reach would leave it: during a
+    0.5 s contact the robot stands on the floor for its first 0.2 s, then rises to 7 mm and comes back to
+    2 mm; the figure is the highest its lowest sole corner gets over the flat part (7 mm), not counting the
+    touch-down blend (where the foot is 20 mm up) nor the samples after lift-off (50 mm)."""
+    robot, feet = g1.robot, g1.config.feet
+    half = g1.config.balance.sole_half_width
+    q0 = g1.initial_configuration()
+    times = np.arange(0.0, 1.0, 0.01)
+    q = np.repeat(q0[None], len(times), axis=0)
+    q[:, 2] -= _corner_heights(robot, q0, feet, half).min()  # the lowest corner on the floor
+    contacts = np.full((len(times), len(feet)), -1)
+    contacts[20:70] = 0  # flat from 0.3 s (blend 0.1 s) to 0.69 s
+    q[20:30, 2] += 0.020  # still coming down during the blend
+    q[50:60, 2] += 0.007
+    q[60:70, 2] += 0.002
+    q[70:, 2] += 0.050  # in the air after lift-off
+    figures = foot_figures(robot, q, times, contacts, feet, blend_time=0.1, half_width=half)
+    for f in figures:
+        assert f.above_flat_max_mm == pytest.approx(7.0, abs=1e-6), f.line()
+        assert "above ground max 7.0 mm" in f.line()
+        assert f.penetration_max_mm == pytest.approx(0.0, abs=1e-6)
+    never = np.full_like(contacts, -1)
+    no_contact = foot_figures(robot, q, times, never, feet, blend_time=0.1, half_width=half)
+    assert all(math.isnan(f.above_flat_max_mm) for f in no_contact)
+
+
 def test_figures_measure_a_known_tilt_slide_and_depth(g1):
     """The whole robot moved by hand: during a 0.5 s contact the base slides 4 mm, then tilts 5 deg about
     x and sinks until the lowest sole corner is 3 mm under the ground."""

@@ -93,6 +93,7 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
     for figures in feet:
         stats[f"foot_{figures.side}_tilt_flat_max_deg"] = figures.tilt_flat_max_deg
         stats[f"foot_{figures.side}_penetration_max_mm"] = figures.penetration_max_mm
+        stats[f"foot_{figures.side}_above_flat_max_mm"] = figures.above_flat_max_mm
         stats[f"foot_{figures.side}_slide_max_mm"] = figures.slide_max_mm
     ok = finite and violation <= LIMIT_TOLERANCE and speed_breaches == 0
     verdict = (

@@ -10,6 +10,10 @@ Per foot, from the robot configurations actually written (not the targets):
   not): the sole points widened by the sole's half width across the foot (:func:`~dynik_ros.core.sole.
   sole_polygon`), so a sole rolled onto its edge counts (the centre line alone missed it: 25 mm half width,
   10 deg of roll, 4.3 mm under);
+* above the ground: how high the lowest corner of the sole is over the flat part of each phase, largest over
+  the phases: a held foot that does not come down to the floor is not standing on it (with the robot's
+  pelvis target higher than its legs reach, held soles stayed 10-47 mm up while counted as standing:
+  :mod:`dynik_ros.io.skeleton_tpose`);
 * slide: horizontal drift of the sole's centre from where it was when the phase turned flat, largest per
   phase, then mean and max over the phases, and the times of the phase with the largest (where to look);
 * on the toes (``toe``: the retargeter's toe class, :mod:`.scaling`): those samples are not part of the flat
@@ -41,6 +45,7 @@ class FootFigures:
     tilt_flat_max_deg: float  # over the flat parts of the phases (NaN without one)
     tilt_blend_max_deg: float  # during the touch-down blends
     penetration_max_mm: float  # deepest sole corner below the ground, any sample (0 if never below)
+    above_flat_max_mm: float  # highest the lowest sole corner is above the ground while flat (NaN without)
     slide_mean_mm: float  # mean over phases of the largest drift of the sole centre
     slide_max_mm: float
     worst_phase: tuple[float, float] | None = None  # (start, end) s from the first sample: the largest slide
@@ -63,7 +68,8 @@ class FootFigures:
         return (
             f"contact {100 * self.contact_share:.0f} % ({self.phases} phases); flat: tilt max "
             f"{self.tilt_flat_max_deg:.1f} deg, slide mean/max {self.slide_mean_mm:.1f}/"
-            f"{self.slide_max_mm:.1f} mm{where}; touch-down tilt max {self.tilt_blend_max_deg:.1f} deg; "
+            f"{self.slide_max_mm:.1f} mm{where}, above ground max {self.above_flat_max_mm:.1f} mm; "
+            f"touch-down tilt max {self.tilt_blend_max_deg:.1f} deg; "
             f"{below}{toes}"
         )
 
@@ -124,7 +130,7 @@ def foot_figures(
         inside = contacts[:, f] >= 0 if contacts.size else np.zeros(n, dtype=bool)
         tip = positions[:, f] + rotations[:, f] @ sole[int(sole[:, 0].argmax())]  # the toe point
         roll = np.degrees(np.abs(np.arcsin(np.clip(rotations[:, f, 2, 1], -1.0, 1.0))))
-        flat_tilts, blend_tilts, slides, spans, toe_slides, toe_rolls = [], [], [], [], [], []
+        flat_tilts, blend_tilts, slides, spans, toe_slides, toe_rolls, above = [], [], [], [], [], [], []
         for start, end in _phases(contacts[:, f]) if contacts.size else []:
             flat = start + int(np.searchsorted(times[start:end], times[start] + blend_time - 1e-9))
             if flat > start:
@@ -139,6 +145,7 @@ def foot_figures(
             for a, b in _phases(np.where(on_toes[flat:end], -1, 0)):  # the flat runs between toe runs
                 a, b = flat + a, flat + b
                 flat_tilts.append(tilt[a:b].max())
+                above.append(-depth[a:b].min())
                 drift = np.linalg.norm(centre[a:b, :2] - centre[a, :2], axis=1)
                 slides.append(drift.max())
                 spans.append((float(times[start] - times[0]), float(times[end - 1] - times[0])))
@@ -150,6 +157,7 @@ def foot_figures(
                 tilt_flat_max_deg=float(max(flat_tilts)) if flat_tilts else math.nan,
                 tilt_blend_max_deg=float(max(blend_tilts)) if blend_tilts else 0.0,
                 penetration_max_mm=1e3 * max(0.0, float(depth.max())) if n else 0.0,
+                above_flat_max_mm=1e3 * max(0.0, float(max(above))) if above else math.nan,
                 slide_mean_mm=1e3 * float(np.mean(slides)) if slides else math.nan,
                 slide_max_mm=1e3 * float(np.max(slides)) if slides else math.nan,
                 worst_phase=spans[int(np.argmax(slides))] if slides else None,
