@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from node_harness import wearable
+from take_tools import xsens_ordered
 
 from dynik_ros.io.bvh import BvhError, SkeletonMapError, builtin_skeleton_maps, read_bvh, write_bvh
 from dynik_ros.models.segments import XSENS_SEGMENTS
@@ -24,12 +25,7 @@ MAPS = {m.name: m.segments for m in builtin_skeleton_maps()}
 @pytest.fixture(scope="module")
 def bvh_lines(tmp_path_factory) -> list[str]:
     """A 1 s synthetic walk written as an MVN-named BVH, as lines."""
-    motion = synthetic_human_motion("walking", duration=1.0, rate=60.0)
-    pick = [list(motion.links).index(s) for s in XSENS_SEGMENTS]
-    motion.positions, motion.rotations = motion.positions[:, pick], motion.rotations[:, pick]
-    motion.linear_velocities = motion.linear_velocities[:, pick]
-    motion.angular_velocities = motion.angular_velocities[:, pick]
-    motion.links = list(XSENS_SEGMENTS)
+    motion = xsens_ordered(synthetic_human_motion("walking", duration=1.0, rate=60.0))
     path = write_bvh(motion, tmp_path_factory.mktemp("bvh") / "walk.bvh", names=MAPS["mvn"])
     return path.read_text().splitlines()
 

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pinocchio as pin
 import pytest
+from take_tools import step_through
 
 from dynik_ros.core.floor_rows import FloorConfig, FloorRows, points_of_feet
 from dynik_ros.retarget.config import RetargetConfigError, config_from_dict
@@ -61,12 +62,8 @@ def _run(rt: Retargeter, measurements, q0: np.ndarray | None = None, settle: boo
     ik = rt.make_ik(q0=q0)
     if settle:
         rt.settle(ik, measurements[0], 1.0)
-    qs, infos = [], []
-    for m in measurements:
-        q, _ = ik.step(m, 1.0 / RATE)
-        qs.append(q.copy())
-        infos.append(ik.info)
-    return ik, np.array(qs), infos
+    qs, infos = step_through(ik, measurements, 1.0 / RATE)
+    return ik, qs, infos
 
 
 def _within_limits(rt: Retargeter, qs: np.ndarray) -> None:
@@ -191,12 +188,7 @@ def test_a_stance_sole_rolled_10_deg_keeps_its_corners_on_the_floor():
             assert len(config.floor.points) == 8  # the map's rows: four corners per sole
         ik = rt.make_ik(config)
         rt.settle(ik, rolled[0], 1.0)
-        qs, infos = [], []
-        for m in rolled:
-            q, _ = ik.step(m, 1.0 / RATE)
-            qs.append(q.copy())
-            infos.append(ik.info)
-        qs = np.array(qs)
+        qs, infos = step_through(ik, rolled, 1.0 / RATE)
         _within_limits(rt, qs)
         assert all(info.solved for info in infos) and {info.floor for info in infos} == {"hard"}
         depths[half] = -_sole_heights(rt, qs).min()  # the corners, whichever rows

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
+from take_tools import xsens_ordered
 
 from dynik_ros.io.bvh import (
     BvhError,
@@ -29,13 +30,7 @@ MAPS = {m.name: m.segments for m in builtin_skeleton_maps()}
 
 @pytest.fixture(scope="module")
 def walk():
-    motion = synthetic_human_motion("walking", duration=1.5, rate=60.0)
-    pick = [list(motion.links).index(s) for s in XSENS_SEGMENTS]
-    motion.positions, motion.rotations = motion.positions[:, pick], motion.rotations[:, pick]
-    motion.linear_velocities = motion.linear_velocities[:, pick]
-    motion.angular_velocities = motion.angular_velocities[:, pick]
-    motion.links = list(XSENS_SEGMENTS)
-    return motion
+    return xsens_ordered(synthetic_human_motion("walking", duration=1.5, rate=60.0))
 
 
 def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:

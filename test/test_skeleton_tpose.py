@@ -8,6 +8,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import yaml
+from take_tools import xsens_ordered
 
 from dynik_ros.cli import retarget as cli
 from dynik_ros.io.bvh import builtin_skeleton_maps, write_bvh
@@ -23,12 +24,7 @@ HEIGHTS = (1.55, 1.95)  # the maps' human model is 1.75 m
 
 def _walk(height: float):
     """A Human66 subject of ``height`` walking with its feet planted on z = 0, the 23 segments in order."""
-    motion = planted_walk(PlantedWalkSpec(steps=2), 60.0, height, 75.0)
-    pick = [list(motion.links).index(s) for s in XSENS_SEGMENTS]
-    for name in ("positions", "rotations", "linear_velocities", "angular_velocities"):
-        setattr(motion, name, getattr(motion, name)[:, pick])
-    motion.links = list(XSENS_SEGMENTS)
-    return motion
+    return xsens_ordered(planted_walk(PlantedWalkSpec(steps=2), 60.0, height, 75.0))
 
 
 @pytest.fixture(scope="module", params=HEIGHTS)

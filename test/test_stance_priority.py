@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pinocchio as pin
 from scipy.optimize import minimize
+from take_tools import step_through
 from test_floor_rows import RATE, _g1, _standing, _within_limits
 
 from dynik_ros.core.dynamical_ik import DynamicalIKConfig
@@ -80,12 +81,7 @@ def test_a_held_roll_past_the_ankle_roll_limit_is_met_as_far_as_the_limits_allow
     frozen = [i for i in legs if i != roll_joint]
     robot.lower[frozen] = robot.upper[frozen] = joints[frozen]
     ik = rt.make_ik(q0=q0)  # priority 1 on: the default
-    qs, infos = [], []
-    for m in rolled:
-        q, _ = ik.step(m, 1.0 / RATE)
-        qs.append(q.copy())
-        infos.append(ik.info)
-    qs = np.array(qs)
+    qs, infos = step_through(ik, rolled, 1.0 / RATE)
     _within_limits(rt, np.vstack((q0, qs)))
     assert all(info.solved and not info.held for info in infos)
     stance = [k for k, m in enumerate(rolled) if m.stance.all()]

@@ -5,12 +5,11 @@ the URDF and the fault, ``ik_node robot:=<map>`` and ``bridge_node urdf:=`` refu
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from node_harness import bridge, ik, ok
+from take_tools import retarget_cli
 
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.urdf_check import UrdfError, check_urdf
@@ -92,30 +91,16 @@ def _broken_map(tmp_path: Path) -> dict[str, tuple[Path, Path, str]]:
 
 def test_dynik_retarget_exits_2_with_one_line_naming_map_urdf_and_fault(tmp_path):
     for case, (path, urdf, expected) in _broken_map(tmp_path).items():
-        result = subprocess.run(
-            [sys.executable, "-m", "dynik_ros.cli.retarget", "--robot", str(path), "--motion", "tpose"]
-            + ["--quiet", "--no-plots", "--out", str(tmp_path / "out")],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        lines = [line for line in result.stderr.splitlines() if line.strip()]
-        assert result.returncode == 2 and len(lines) == 1, (case, result.stderr[-2000:])
+        code, lines, stderr = retarget_cli(["--robot", str(path), "--motion", "tpose"], tmp_path / "out")
+        assert code == 2 and len(lines) == 1, (case, stderr[-2000:])
         assert f"{path}: robot.urdf: {urdf}: " in lines[0] and expected in lines[0], (case, lines[0])
 
 
 def test_a_urdf_given_as_the_robot_map_is_named_in_one_short_line(tmp_path):
     urdf = tmp_path / "my.urdf"
     urdf.write_text(_g1_urdf())
-    result = subprocess.run(
-        [sys.executable, "-m", "dynik_ros.cli.retarget", "--robot", str(urdf), "--motion", "tpose"]
-        + ["--quiet", "--no-plots", "--out", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 2 and len(lines) == 1 and len(lines[0]) < 300, result.stderr[-500:]
+    code, lines, stderr = retarget_cli(["--robot", str(urdf), "--motion", "tpose"], tmp_path / "out")
+    assert code == 2 and len(lines) == 1 and len(lines[0]) < 300, stderr[-500:]
     assert f"{urdf}: a URDF, not a retargeting map" in lines[0], lines[0]
 
 

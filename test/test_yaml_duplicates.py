@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from take_tools import retarget_cli
 
 from dynik_ros.cli.pipeline_file import PipelineError, load_pipeline, parse_overrides
 from dynik_ros.io.skeleton_map import SKELETON_DIR, SkeletonMapError, load_skeleton_map
@@ -129,13 +130,6 @@ def test_calibration_files_with_a_key_twice_are_refused(tmp_path):
 def test_dynik_retarget_with_such_a_map_exits_2_with_one_line(tmp_path):
     source = share_path("config", "g1.yaml")
     path, second = _with_duplicate(source, tmp_path, "feet: {}\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "dynik_ros.cli.retarget", "--robot", str(path), "--motion", "walking"]
-        + ["--quiet", "--no-plots", "--out", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 2 and len(lines) == 1, result.stderr[-2000:]
+    code, lines, stderr = retarget_cli(["--robot", str(path), "--motion", "walking"], tmp_path / "out")
+    assert code == 2 and len(lines) == 1, stderr[-2000:]
     _assert_names(lines[0], path, "feet", _line_of(source.read_text(), r"feet:"), second)
