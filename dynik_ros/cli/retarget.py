@@ -530,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     if floor is not None:  # steps whose floor rows could not be met as posed (core/floor_rows.py)
         label = "floor rows softened / left out (IK steps)"
         summary.text += f"\n{label:<44} {floor.counts['softened']} / {floor.counts['dropped']}"
-    priority = getattr(ik.extra, "priority", None) if ik.extra is not None else None
+    priority = getattr(ik.extra, "priority", None)
     if priority is not None:  # steps whose stance rows gave way to the limits (core/stance_priority.py)
         label = "stance rows yielded / failed / nu_1 taken"
         counts = " / ".join(str(n) for n in priority.counts.values())

@@ -139,7 +139,7 @@ class ExtraTerms:
             else:
                 dynamic = (a_loop, b_loop, b_loop)
         if self.stance is not None:  # the stance rows' places: posed last, by _with_stance
-            before = self.dynamic_rows - self.stance.n_rows - (self.floor.n_rows if self.floor else 0)
+            before = self._stance_start
             dynamic = tuple(
                 np.concatenate(pair)
                 for pair in zip(
@@ -170,6 +170,12 @@ class ExtraTerms:
             rows = tuple(np.concatenate(pair) for pair in zip(head, rows, strict=True))
         return rows
 
+    @property
+    def _stance_start(self) -> int:
+        """Index of the stance rows' block among the dynamic rows: after the support and loop rows, before
+        the floor rows."""
+        return self.dynamic_rows - self.stance.n_rows - (self.floor.n_rows if self.floor else 0)
+
     def _with_stance(self, ik, dynamic):
         """``dynamic`` with the stance rows' block posed for this step: the frames in contact bound around
         ``v*`` (:mod:`.stance_rows`), centred on ``y*`` of priority 1 with the block's other rows as they are
@@ -178,7 +184,7 @@ class ExtraTerms:
         if stance is None:
             return dynamic
         jacobian, corrected, weights = self._task
-        start = self.dynamic_rows - stance.n_rows - (self.floor.n_rows if self.floor else 0)
+        start = self._stance_start
         stop = start + stance.n_rows
         if self.priority is not None:
             self.priority.state = ""
