@@ -133,10 +133,12 @@ def published_configurations(
     messages: Callable[[int], Any],
     stamps: list[int],
     before_each: Callable[[int], None] | None = None,
+    first: int = 0,
 ):
     """Configure and activate the ik_node ``solver``, publish ``messages(k)`` for each of ``stamps`` on a
     reliable ``/human/link_states`` (each one waited for), and return the published configuration per
-    stamp, ``(len(stamps), nq)``: the base pose of ``/dynik/base_odom`` then ``/dynik/joint_states``."""
+    stamp from ``stamps[first]`` on (nothing may be published for the ones before: ``calibrate_after``),
+    ``(len(stamps) - first, nq)``: the base pose of ``/dynik/base_odom`` then ``/dynik/joint_states``."""
     import numpy as np
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import JointState, MultiDOFJointState
@@ -154,7 +156,7 @@ def published_configurations(
             before_each(k)
         pub.publish(messages(k))
         assert h.spin_until(lambda k=k: solver.received > k, timeout=30.0)
-    count = len(stamps)
+    count = len(stamps) - first
     assert h.spin_until(lambda: len(joints) >= count and len(odom) >= count, timeout=30.0)
     assert solver.rejections.total == 0 and solver.held_steps == 0
     by_stamp: dict[int, list] = {}
@@ -162,8 +164,9 @@ def published_configurations(
         by_stamp.setdefault(j.header.stamp.sec * 10**9 + j.header.stamp.nanosec, [None, None])[0] = j
     for o in odom:
         by_stamp.setdefault(o.header.stamp.sec * 10**9 + o.header.stamp.nanosec, [None, None])[1] = o
+    assert not [s for s in by_stamp if s < stamps[first]], "published before stamps[first]"
     q = []
-    for stamp in stamps:
+    for stamp in stamps[first:]:
         j, o = by_stamp[stamp]
         p, r = o.pose.pose.position, o.pose.pose.orientation
         q.append(np.concatenate(([p.x, p.y, p.z, r.x, r.y, r.z, r.w], j.position)))

@@ -30,6 +30,8 @@ from dynik_ros.models.human import XSENS_PARENT, XSENS_SEGMENTS
 Pose = tuple[np.ndarray, np.ndarray]
 FEET = ("LeftFoot", "RightFoot")
 LOWEST_PERCENTILE = 2.0  # of a foot link's height over the take: where it stands (one glitch does not count)
+# the fewest samples whose LOWEST_PERCENTILE lies above the single lowest one (0.02 (n - 1) >= 1)
+MIN_SAMPLES = int(np.ceil(100.0 / LOWEST_PERCENTILE)) + 1
 
 
 def segment_offsets(motion) -> dict[str, np.ndarray]:
@@ -48,13 +50,22 @@ def segment_offsets(motion) -> dict[str, np.ndarray]:
     return offsets
 
 
-def skeleton_tpose(motion) -> dict[str, Pose]:
+def skeleton_tpose(motion, min_samples: int = 1) -> dict[str, Pose]:
     """The capture's subject in T-pose on the floor z = 0, facing +x: ``{segment: (p, R)}`` for the 23
-    segments (module docstring). Raises ``ValueError`` when the motion lacks a segment or its feet."""
+    segments (module docstring). Raises ``ValueError`` when the motion lacks a segment or its feet, or has
+    fewer than ``min_samples`` samples (a live window: :data:`MIN_SAMPLES`, so that one glitch does not set
+    the ankle height). The ankle heights are the lowest the feet get in ``motion``: it must include
+    standing (a window of a jump alone would put the floor under the jump)."""
     links = list(motion.links)
     missing = [s for s in XSENS_SEGMENTS if s not in links]
     if missing:
         raise ValueError(f"{motion.name}: the capture's T-pose needs every segment, it lacks {missing}")
+    count = len(motion.positions)
+    if count < min_samples:
+        raise ValueError(
+            f"{motion.name} has {count} samples: the subject's T-pose needs at least {min_samples} (the "
+            f"feet's lowest heights are their {LOWEST_PERCENTILE:g}th percentile; make the window longer)"
+        )
     offsets = segment_offsets(motion)
     positions = {"Pelvis": np.zeros(3)}
     for segment in XSENS_SEGMENTS:  # parents come before their children in this order

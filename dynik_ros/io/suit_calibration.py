@@ -96,6 +96,20 @@ class WindowAverage:
     spread_angle: float  # largest angle of an orientation from its mean [rad]
 
 
+@dataclass
+class WindowSamples:
+    """The samples of a window, shaped as a motion for :func:`dynik_ros.io.skeleton_tpose.skeleton_tpose`."""
+
+    links: list[str]
+    positions: np.ndarray  # (K, L, 3)
+    rotations: np.ndarray  # (K, L, 3, 3)
+    name: str = "the calibration window"
+
+    @property
+    def samples(self) -> int:
+        return len(self.positions)
+
+
 class PoseWindow:
     """The raw link poses of the last ``seconds`` (bounded by ``max_samples``), thread-safe: a source
     thread appends while a service callback averages."""
@@ -119,22 +133,30 @@ class PoseWindow:
     def __len__(self) -> int:
         return len(self._items)
 
-    def average(self) -> WindowAverage:
-        """Average over the samples within ``seconds`` of the newest one with the newest one's links."""
+    def samples(self, seconds: float | None = None) -> WindowSamples:
+        """The samples within ``seconds`` (default: the window's) of the newest one that have the newest
+        one's links, stacked (at most ``max_samples``: the ring's bound, e.g. 16.7 s at 120 Hz)."""
+        seconds = self.seconds if seconds is None else min(float(seconds), self.seconds)
         with self._lock:
             items = list(self._items)
         if not items:
             raise CalibrationError("no samples received yet: is the source publishing?")
         last_ns, names = items[-1][0], items[-1][1]
-        use = [it for it in items if it[1] == names and last_ns - it[0] <= self.seconds * 1e9]
+        use = [it for it in items if it[1] == names and last_ns - it[0] <= seconds * 1e9]
         positions = np.stack([it[2] for it in use])
         rotations = np.stack([it[3] if it[3].ndim == 3 else rotation_from_quaternion(it[3]) for it in use])
+        return WindowSamples(list(names), positions, rotations)
+
+    def average(self, seconds: float | None = None) -> WindowAverage:
+        """Average over :meth:`samples`."""
+        window = self.samples(seconds)
+        positions, rotations = window.positions, window.rotations
         mean_p = positions.mean(axis=0)
         mean_r = project_to_so3(rotations.mean(axis=0))
         spread = float(np.linalg.norm(positions - mean_p, axis=-1).max())
         relative = mean_r.swapaxes(-1, -2)[None] @ rotations  # (K, L, 3, 3): each sample against the mean
         spread_angle = float(rotation_angle(relative).max())
-        return WindowAverage(list(names), mean_p, mean_r, len(use), spread, spread_angle)
+        return WindowAverage(window.links, mean_p, mean_r, window.samples, spread, spread_angle)
 
 
 @dataclass

@@ -6,9 +6,16 @@
   to every later sample and writes it to ``calibration_file`` (when set), which ``configure`` loads back.
   ``~/reset`` drops it (the file stays).
 * ik_node with a robot: ``~/calibrate`` recomputes the retargeting calibration (offsets, scales) from the
-  averaged window of the incoming link states in T-pose, keeps the robot where it stands (the new targets
-  are approached at the IK's gains and speed caps, no jump), and writes ``calibration_file`` (when set),
-  loaded back at ``configure``. ``~/reset`` starts the IK over from the next sample (as after activation).
+  window of the incoming link states: averaged in T-pose (``calibration_pose`` ``tpose``), or, with
+  ``motion``, the stream's own subject in T-pose built from any motion by
+  :func:`~dynik_ros.io.skeleton_tpose.skeleton_tpose` (the rigid segment offsets are in every sample; the
+  ankle heights are the window's lowest foot heights, so the window must include standing), as
+  ``dynik-retarget`` calibrates a capture. It keeps the robot where it stands (the new targets are approached
+  at the IK's gains and speed caps, no jump), and writes ``calibration_file`` (when set), loaded back at
+  ``configure``. ``calibrate_after`` N (s) does the ``motion`` calibration once per configure, on the
+  stream's first N s: the IK waits for them (nothing is published), then starts on the calibrated subject as
+  at any stream start (a refused calibration is logged and the IK starts on the one it had).
+  ``~/reset`` starts the IK over from the next sample (as after activation).
 
 The answers come at once, from samples already received: hold the pose for the window, then call. A
 refused calibration says why (moved, wrong pose with the segment and angle, no samples) and changes
@@ -21,8 +28,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from dynik_ros.io.skeleton_tpose import MIN_SAMPLES, skeleton_tpose
 from dynik_ros.io.suit_calibration import POSES, CalibrationError, PoseWindow, SuitCalibration
-from dynik_ros.nodes.common import ConfigError, ParamSpec
+from dynik_ros.nodes.common import ConfigError, ParamSpec, wall_time
 
 CALIBRATION_PARAMS = (
     ParamSpec(
@@ -49,6 +57,26 @@ CALIBRATION_PARAMS = (
 SUIT_CALIBRATION_PARAMS = (
     *CALIBRATION_PARAMS,
     ParamSpec("calibration_pose", "tpose", "Pose held for ~/calibrate.", choices=POSES),
+)
+MOTION = "motion"  # ik_node's calibration on the stream's own subject (io/skeleton_tpose.py)
+RETARGET_CALIBRATION_PARAMS = (
+    *CALIBRATION_PARAMS,
+    ParamSpec(
+        "calibration_pose",
+        "tpose",
+        "Robot: what the ~/calibrate window holds: 'tpose' (a held T-pose, averaged) or 'motion' (any "
+        "motion that includes standing: the stream's subject in T-pose from its rigid segments, "
+        "io/skeleton_tpose.py, as dynik-retarget calibrates a capture).",
+        choices=("tpose", MOTION),
+    ),
+    ParamSpec(
+        "calibrate_after",
+        0.0,
+        "Robot: once the stream has run this long, calibrate once on its subject over these first seconds "
+        "(calibration_pose 'motion'; they must include standing) [s]; 0 = never.",
+        low=0.0,
+        high=30.0,
+    ),
 )
 
 
@@ -139,25 +167,89 @@ class SuitCalibrationServices:
 
 
 class RetargetCalibrationServices:
-    """Mixin for ik_node: ``~/calibrate`` (robot: the retargeting calibration from a held T-pose) and
-    ``~/reset`` (the IK starts over from the next sample)."""
+    """Mixin for ik_node: ``~/calibrate`` (robot: the retargeting calibration from a held T-pose or the
+    stream's subject), ``calibrate_after`` and ``~/reset`` (the IK starts over from the next sample)."""
 
     calibration_window: PoseWindow | None = None
+    calibration_time = 0.0  # wall seconds the last calibration took (it holds the node's callbacks)
+    _calibrate_at: int | None = None  # calibrate_after waiting: the stamp to calibrate at (-1: none yet)
 
     def _setup_retarget_calibration(self, p: dict[str, Any]) -> list[Any]:
-        self.calibration_window = PoseWindow(p["calibration_window"]) if self.retargeter is not None else None
+        after = p["calibrate_after"]
+        if after > 0 and self.retargeter is None:
+            raise ConfigError("calibrate_after", "is only used with robot:=...; leave it 0 for a human model")
+        self.calibration_window = None
+        if self.retargeter is not None:
+            self.calibration_window = PoseWindow(max(p["calibration_window"], after))
+        self._calibrate_at = -1 if after > 0 else None  # armed once per configure
         trigger, _ = trigger_types()
         return [
             self.create_service(trigger, "~/calibrate", self._on_calibrate),
             self.create_service(trigger, "~/reset", self._on_reset),
         ]
 
-    def _record_for_calibration(self, links: Any) -> None:
-        if self.calibration_window is not None:
-            self.calibration_window.append(links.stamp_ns, links.names, links.positions, links.rotations)
+    def _record_for_calibration(self, links: Any) -> bool:
+        """Every accepted sample into the window. With ``calibrate_after``: ``True`` (the sample is only
+        recorded, the IK waits) until the sample ``calibrate_after`` s after the stream's first, which
+        calibrates on the samples up to it and then starts the IK as a stream's first sample does (so from
+        there on the path is the offline run's on those samples with that calibration)."""
+        if self.calibration_window is None:
+            return False
+        self.calibration_window.append(links.stamp_ns, links.names, links.positions, links.rotations)
+        if self._calibrate_at is None:
+            return False
+        after = self.params["calibrate_after"]
+        if self._calibrate_at < 0:
+            self._calibrate_at = links.stamp_ns + round(after * 1e9)
+        if links.stamp_ns < self._calibrate_at:
+            return True
+        self._calibrate_at = None
+        done, message = self._calibrate_retargeting(MOTION, after)
+        log = self.get_logger().info if done else self.get_logger().error
+        log(f"calibrate_after {after:g} s: {message}")
+        return False
+
+    def _calibrate_retargeting(self, pose: str, seconds: float) -> tuple[bool, str]:
+        """Calibrate the retargeter on the window's last ``seconds`` (``pose``: module docstring); a running
+        stream is re-aligned onto the robot as it stands. ``(done, message)``; a refusal (no or too few
+        samples, a segment missing, not a still T-pose, the file not writable) says why and changes
+        nothing."""
+        from dynik_ros.retarget.calibration import calibrate, check_calibration
+
+        p = self.params
+        start = wall_time()
+        try:
+            if pose == MOTION:
+                window = self.calibration_window.samples(seconds)
+                poses = skeleton_tpose(window, min_samples=MIN_SAMPLES)
+                what = f"the stream's subject (skeleton_tpose of {window.samples} samples)"
+            else:
+                average = self.calibration_window.average(seconds)
+                # the same stillness and T-pose checks as the suit's calibration (the result is not applied)
+                SuitCalibration.from_window(
+                    average, "tpose", max_pose_error=math.radians(p["calibration_max_pose_error"])
+                )
+                poses = dict(
+                    zip(average.names, zip(average.positions, average.rotations, strict=True), strict=True)
+                )
+                what = f"{average.samples} T-pose samples"
+            calibration = calibrate(self.retargeter.spec, poses, source=what if pose == MOTION else None)
+            check_calibration(self.retargeter.spec, calibration)  # what set_calibration checks, before saving
+            saved = calibration.save(p["calibration_file"]) if p["calibration_file"] else None
+        except (CalibrationError, ValueError, KeyError, OSError) as exc:
+            return False, f"calibration refused: {exc}"
+        self.retargeter.set_calibration(calibration)
+        if self._last_ns is not None:  # a stream runs: re-align it onto the robot as it stands, no jump
+            self.retargeter.reset(self.ik.q)
+            self._rebase_pending = True  # the IK's reference x_{k-1} is in the old alignment
+        self.calibration_time = wall_time() - start
+        return True, (
+            f"retargeting calibration of {self.model_label} from {what}: root scale "
+            f"{calibration.root_scale:.3f}, human root {calibration.human_root_height:.3f} m above the floor"
+            + (f"; saved to {saved}" if saved else "")
+        )
 
     def _on_calibrate(self, request: Any, response: Any) -> Any:
-        p = self.params
         if self.retargeter is None:
             response.success = False
             response.message = (
@@ -165,30 +257,10 @@ class RetargetCalibrationServices:
                 "(wearable_node's ~/calibrate)"
             )
             return response
-        try:
-            average = self.calibration_window.average()
-            # the same stillness and T-pose checks as the suit's calibration (the result is not applied)
-            SuitCalibration.from_window(
-                average, "tpose", max_pose_error=math.radians(p["calibration_max_pose_error"])
-            )
-            poses = dict(
-                zip(average.names, zip(average.positions, average.rotations, strict=True), strict=True)
-            )
-            calibration = self.retargeter.calibrate(poses)
-            saved = calibration.save(p["calibration_file"]) if p["calibration_file"] else None
-        except (CalibrationError, ValueError, KeyError, OSError) as exc:
-            response.success, response.message = False, f"calibration refused: {exc}"
-            self.get_logger().error(response.message)
-            return response
-        if self.ik is not None:
-            self.retargeter.reset(self.ik.q)  # re-align onto the robot as it stands: no jump
-            self._rebase_pending = True  # the IK's reference x_{k-1} is in the old alignment
-        response.success = True
-        response.message = (
-            f"retargeting calibration of {self.model_label} from {average.samples} T-pose samples: "
-            f"root scale {calibration.root_scale:.3f}" + (f"; saved to {saved}" if saved else "")
+        response.success, response.message = self._calibrate_retargeting(
+            self.params["calibration_pose"], self.params["calibration_window"]
         )
-        self.get_logger().info(response.message)
+        (self.get_logger().info if response.success else self.get_logger().error)(response.message)
         return response
 
     def _on_reset(self, request: Any, response: Any) -> Any:

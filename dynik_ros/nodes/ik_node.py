@@ -365,7 +365,8 @@ class IKNode(
             self.stamps.last_ns = self._last_ns  # a refused sample does not move the stream's reference
             self._reject(reason, detail)
             return
-        self._record_for_calibration(links)
+        if self._record_for_calibration(links):
+            return  # calibrate_after: the stream's first seconds are recorded, the IK waits for them
         if reason == plausibility.RETURNED and self._excursion is not None:
             self._undo_excursion(detail)
         elif verdict == stamp_guard.REBASED or reason == "rebased":

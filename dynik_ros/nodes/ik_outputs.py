@@ -107,6 +107,7 @@ class IKOutputs:
             "dt_clamped": self.dt_clamped,
             "sub_steps": self.sub_steps,
             "settle_time_ms": 1e3 * self.settle_time,
+            "calibration_time_ms": 1e3 * self.calibration_time,
             "held_steps": self.held_steps,
             "rebased": self.rebased,
             "returned": self.returned,
@@ -132,6 +133,9 @@ class IKOutputs:
                 message += f"; last: {self.rejections.last_detail}"
         if not len(times) and self.steps == 0:
             level, message = DiagnosticStatus.WARN, "waiting for /human/link_states"
+            if self.received and self._calibrate_at is not None:
+                after = self.params["calibrate_after"]
+                message = f"recording the stream's first {after:g} s to calibrate on its subject"
         if self.held:
             level = DiagnosticStatus.ERROR
             message = f"IK held: the last QP failed ({self.last_qp_status}); no output until it solves"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dynik_ros.nodes.calibration_services import CALIBRATION_PARAMS
+from dynik_ros.nodes.calibration_services import RETARGET_CALIBRATION_PARAMS
 from dynik_ros.nodes.common import ParamSpec
 
 HUMAN_MODELS = ("human66", "human48")
@@ -220,5 +220,5 @@ IK_PARAMS = (
     ParamSpec("world_frame", "world", "Fixed frame of the outputs."),
     ParamSpec("base_frame", "", "Base link frame ('' = the model's root link)."),
     ParamSpec("diagnostics_period", 1.0, "Period of /diagnostics [s].", low=0.01, high=60.0),
-    *CALIBRATION_PARAMS,
+    *RETARGET_CALIBRATION_PARAMS,
 )
