@@ -42,7 +42,8 @@ CALIBRATION_PARAMS = (
     ParamSpec(
         "calibration_window",
         1.0,
-        "~/calibrate averages the samples of the last this many seconds (hold the pose that long) [s].",
+        "~/calibrate uses the samples of the last this many seconds (hold the pose that long; ik_node's "
+        "calibration_pose motion: any motion that includes standing) [s].",
         low=0.05,
         high=30.0,
     ),
@@ -72,10 +73,11 @@ RETARGET_CALIBRATION_PARAMS = (
     ParamSpec(
         "calibrate_after",
         0.0,
-        "Robot: once the stream has run this long, calibrate once on its subject over these first seconds "
-        "(calibration_pose 'motion'; they must include standing) [s]; 0 = never.",
+        "Robot: the IK waits for the stream's first this many seconds (nothing published), calibrates once "
+        "on their subject (calibration_pose 'motion'; they must include standing) and starts there [s]; "
+        "0 = never (at most the last 2000 samples count: 16 s at 120 Hz).",
         low=0.0,
-        high=30.0,
+        high=10.0,
     ),
 )
 
