@@ -85,9 +85,11 @@ def test_bridge_clamps_and_rate_limits(h, human66):
     # until the probe has the bridge's newest command made after the far input (two received commands may
     # both be the start pose's, a timer repeat before the far input is read: seen once on a loaded machine)
     assert h.spin_until(
-        lambda: node.fresh_commands >= 2
-        and len(commands) >= 2
-        and np.array_equal(commands[-1].data, node.last_command)
+        lambda: (
+            node.fresh_commands >= 2
+            and len(commands) >= 2
+            and np.array_equal(commands[-1].data, node.last_command)
+        )
     )
     # each command moves at most velocity_limit * dt, dt capped at two command periods (a late timer)
     wire = np.array([c.data for c in commands])
@@ -168,8 +170,6 @@ def test_bridge_ramps_from_the_measured_robot_state(h, human66):
     np.testing.assert_allclose(node.last_command, target, atol=1e-9)
 
 
-
-
 def test_bridge_with_input_depth_0_commands_every_input_it_fell_behind_on(h, human66):
     """``dynik-ros run --processes`` offline: a bridge process behind the IK by more than its 10 samples of
     reader history lost the oldest (KEEP_LAST), and the run reported fewer fresh commands than IK outputs
@@ -190,3 +190,49 @@ def test_bridge_with_input_depth_0_commands_every_input_it_fell_behind_on(h, hum
         pub.publish(_joint_states(names, target, (k + 1) * 10**7))
     assert h.spin_until(lambda: node.fresh_commands >= 50, timeout=30.0)
     assert node.fresh_commands == 50 and sum(node.rejections.counts.values()) == 0
+
+
+def test_bridge_on_the_message_clock_keeps_up_with_a_30_hz_stream_at_full_speed(h, human66):
+    """``clock:=message`` (``dynik-ros run`` offline) at the default ``command_rate`` 100: the rate limit let
+    a command move over at most two command periods (0.02 s) of an input interval of 0.033 s, so an IK output
+    moving at 0.9 of the velocity limits left the commands further behind on every sample. Now the interval
+    is the message clock's own (up to ``stale_timeout``): every command reaches its input, and no command on
+    the wire moves faster than the limits over its stamps; a gap in the stream still moves the command by
+    at most ``stale_timeout`` at full speed."""
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from dynik_ros.nodes.common import reliable_qos
+    from dynik_ros.testing.invariants import WireChecks
+
+    names = human66.joint_names
+    node = h.add(bridge(ramp_time=0.0, clock="message", input_depth=0))
+    commands = h.collect(Float64MultiArray, "/test_ctrl/commands")
+    pub = h.probe.create_publisher(JointState, "/dynik/joint_states", reliable_qos(0))
+    assert ok(node.trigger_configure()), node.last_error
+    assert ok(node.trigger_activate())
+    h.wait_matched(pub)
+    h.wait_matched(node._pub)
+    period = 10**9 // 30
+    start = 0.5 * (human66.lower + human66.upper)
+    speed = 0.9 * human66.velocity_limit
+    samples = 6  # stays inside the limits: 0.17 s at 0.9 of a speed limit from the middle of the range
+    targets = [start + speed * (k * period * 1e-9) for k in range(samples)]
+    assert np.all(targets[-1] <= human66.upper) and np.all(targets[-1] >= human66.lower)
+    stamps = [(k + 1) * period for k in range(samples)]
+    for stamp, target in zip(stamps, targets, strict=True):
+        pub.publish(_joint_states(names, target, stamp))
+    assert h.spin_until(lambda: len(commands) >= samples, timeout=30.0)
+    wire = np.array([c.data for c in commands[:samples]])
+    np.testing.assert_allclose(wire, np.array(targets), atol=1e-9)  # none behind its input
+    checks = WireChecks(human66.lower, human66.upper, human66.velocity_limit)
+    for stamp, command in zip(stamps, wire, strict=True):
+        checks.command(command, stamp)
+    assert not checks.breaches, checks.examples
+    gap = stamps[-1] + 10**9  # a 1 s gap, then a target far away: one stale_timeout's motion at full speed
+    far = human66.upper
+    pub.publish(_joint_states(names, far, gap))
+    assert h.spin_until(lambda: len(commands) >= samples + 1, timeout=30.0)
+    moved = np.abs(np.asarray(commands[samples].data) - targets[-1])
+    limit = human66.velocity_limit * node.params["stale_timeout"]
+    assert np.all(moved <= limit + 1e-9) and np.any(moved > 0.5 * limit)

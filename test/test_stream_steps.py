@@ -244,10 +244,8 @@ def test_a_settled_start_far_from_the_robot_reaches_it_within_the_velocity_limit
     robot = Retargeter.from_config("g1").robot
     q0 = Retargeter.from_config("g1").initial_configuration()[7:]
     names = list(robot.joint_names)
-    # command_rate 30: the message clock's rate limit spans up to 2 / command_rate, so it keeps up with a
-    # 30 Hz input (at the default 100 Hz it allowed 0.02 s of motion a 0.033 s sample: a knee fell behind)
     # (input_depth 0: every IK output commanded, however far behind the bridge's callbacks fall)
-    driver = h.add(bridge(robot="g1", clock="message", ramp_time=0.0, command_rate=30.0, input_depth=0))
+    driver = h.add(bridge(robot="g1", clock="message", ramp_time=0.0, input_depth=0))
     commands = h.collect(Float64MultiArray, "/test_ctrl/commands")
     measured = h.probe.create_publisher(JointState, "/joint_states", RELIABLE_QOS)
     assert ok(driver.trigger_configure()), driver.last_error

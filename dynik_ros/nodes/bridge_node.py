@@ -352,7 +352,7 @@ class BridgeNode(DynikLifecycleNode):
             if np.any(command != desired):
                 self.clamped += 1
             if self._last_command is not None:
-                dt = min((now - self._last_sent_ns) / NS, 2.0 / p["command_rate"])
+                dt = min((now - self._last_sent_ns) / NS, self._longest_step())
                 step = self.velocity_limit * max(dt, 0.0)
                 limited = np.clip(command, self._last_command - step, self._last_command + step)
                 if np.any(limited != command):
@@ -373,6 +373,16 @@ class BridgeNode(DynikLifecycleNode):
                 self._timer.reset()  # a healthy stream never wakes the repeat timer
         else:
             self.emit("command_repeat", self._target_stamp)
+
+    def _longest_step(self) -> float:
+        """The longest time one command may move over at the velocity limits [s]. On the node clock, two
+        command periods (a timer that fired late). On the message clock the inputs are the only ticks, so
+        the time between two of them is the robot's: up to ``stale_timeout``, the widest gap a healthy
+        stream has (two command periods capped a 30 Hz stream's 0.033 s at 0.02 s, and the commands fell
+        further behind the IK's output on every sample: a G1 knee 0.17 rad on the CMU excerpt)."""
+        p = self.params
+        periods = 2.0 / p["command_rate"]
+        return max(periods, p["stale_timeout"]) if p["clock"] == "message" else periods
 
     def _publish(self, command: np.ndarray) -> None:
         """The command serialized from a template (``cdr_writer``); a message on an older rclpy."""
