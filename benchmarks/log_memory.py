@@ -3,7 +3,8 @@
 The logs: the runner's latency tracer (``nodes/tracing.py``: three events, ``link_states``, ``ik_output``,
 ``command``), ``ik_node.base_log`` (with ``use_base_odom``), ``mocap_node.published_log``,
 ``sim_node.base_log``, ``sim_node.command_log`` and ``sim_node.state_log`` (read by the sim loop's figures,
-``sim/loop_figures.py``, and ``sim_node.tracking_summary``). Each is taken from real configured nodes (G1;
+``sim/loop_figures.py``, and ``sim_node.tracking_summary``), ``dynamics_node.torque_log`` (Human66's torques
+and contact state per estimate, read by ``dynik-ros run``'s dynamics figures). Each is taken from real configured nodes (G1;
 real rclpy, a private ROS domain), filled to its cap through its own ``append`` with rows shaped like the
 node's, and measured by walking the object (numpy buffers, tuples, floats, dict entries; shared objects
 counted once). The script also runs on the code before the logs became numpy rings (deques of tuples):
@@ -64,6 +65,20 @@ def fill(log: Any, width: int, parts: tuple[int, ...] = ()) -> int:
     return n
 
 
+def fill_torques(log: Any, joints: int) -> int:
+    """Fill dynamics_node's torque log to its cap with ``joints`` torques per estimate (the deque of the old
+    code gets its ``(stamp, torques, state)`` tuples)."""
+    rng = np.random.default_rng(0)
+    n = capacity(log)
+    for i in range(n):
+        stamp, tau = 1_700_000_000_000_000_000 + i * 16_666_667, 50.0 * rng.standard_normal(joints)
+        if isinstance(log, deque):
+            log.append((stamp, tau, "double"))
+        else:
+            log.append(stamp, tau, 3)
+    return n
+
+
 def tracer_figures() -> tuple[int, int]:
     from dynik_ros.nodes.tracing import Tracer
 
@@ -77,6 +92,7 @@ def tracer_figures() -> tuple[int, int]:
 def main() -> int:
     from rclpy.parameter import Parameter
 
+    from dynik_ros.nodes.dynamics_node import DynamicsNode
     from dynik_ros.nodes.ik_node import IKNode
     from dynik_ros.nodes.mocap_node import MocapNode
     from dynik_ros.nodes.sim_node import SimNode
@@ -90,7 +106,8 @@ def main() -> int:
         ik_node = node(IKNode, model="", robot="g1", use_base_odom=True)
         mocap_node = node(MocapNode)
         sim_node = node(SimNode, robot="g1")
-        rig.configure(ik_node, mocap_node, sim_node)
+        dynamics_node = node(DynamicsNode)
+        rig.configure(ik_node, mocap_node, sim_node, dynamics_node)
         joints = len(sim_node.sim.joint_names)
         commanded = len(sim_node.sim.follower.joint_names)
         rows = [("tracer (3 events)", *tracer_figures())]
@@ -103,6 +120,9 @@ def main() -> int:
         ]
         for name, log, width, parts in logs:
             rows.append((name, fill(log, width, parts), deep_size(log)))
+        torques = dynamics_node.torque_log
+        human_joints = len(dynamics_node.pipeline.robot.joint_names)
+        rows.append(("dynamics_node.torque_log", fill_torques(torques, human_joints), deep_size(torques)))
     finally:
         rig.close()
     print(f"{'log':28s} {'rows at cap':>12s} {'MB at cap':>10s}")

@@ -170,3 +170,52 @@ def test_the_sim_loop_logs_at_their_cap_hold_a_few_mb_and_its_figures_read_the_w
     assert loop["mocap"]["angle_max_deg"] == pytest.approx(1.0, abs=1e-6)
     tracking = sim_node.tracking_summary()
     assert tracking["delay_p50_ms"] == pytest.approx(10.0, abs=1.5), tracking
+
+
+def test_dynamics_node_torque_log_at_its_cap_holds_a_few_mb_and_the_summary_reads_the_window(h):
+    """dynamics_node's torque log (a deque of 36,000 ``(stamp, torques, state)`` tuples, 26.9 MB at its cap in
+    ``benchmarks/log_memory.py``) is numpy rings: filled to twice its cap, it holds under 12 MB, its stamps
+    stay exact epoch nanoseconds, and ``dynik-ros run``'s dynamics figures are those of the last ``capacity``
+    estimates (peak, leg RMS, contact shares computed here from the same numbers)."""
+    from types import SimpleNamespace
+
+    from dynik_ros.cli.dynamics_figures import LEG_JOINTS, dynamics_summary
+    from dynik_ros.estimation.contact_classification import STATE_NAMES
+    from dynik_ros.nodes.dynamics_node import DynamicsNode
+
+    def build():
+        node = h.add(DynamicsNode(**params()))
+        node.trigger_configure()
+        assert node.lifecycle_state == "inactive", node.last_error
+        return node
+
+    names = None
+    rng = np.random.default_rng(3)
+
+    def filled():
+        nonlocal names
+        node = build()
+        names = list(node.pipeline.robot.joint_names)
+        for i in range(2 * node.torque_log.capacity):
+            node.torque_log.append(T0 + i * (NS // 60), torques[i % len(torques)] + i * 1e-3, i % 4)
+        return node
+
+    torques = 40.0 * rng.standard_normal((997, 66))
+    build()
+    node, held = _traced(filled)
+    cap = node.torque_log.capacity
+    assert len(node.torque_log) == cap >= 10_000 and len(names) == 66
+    assert held < 12.0, f"dynamics_node with its torque log at the cap: {held:.1f} MB"
+    stamps, tau, codes = node.torque_log.arrays()
+    kept = np.arange(cap, 2 * cap)
+    np.testing.assert_array_equal(stamps, T0 + kept * (NS // 60))
+    expected = torques[kept % len(torques)] + kept[:, None] * 1e-3
+    np.testing.assert_allclose(tau, expected, rtol=1e-6, atol=1e-4)  # float32 torques
+    summary = dynamics_summary(node, SimpleNamespace(params={"source": "file"}), None)
+    assert summary["peak_torque"] == pytest.approx(np.abs(expected).max(), rel=1e-6)
+    assert summary["peak_joint"] == names[int(np.abs(expected).max(axis=0).argmax())]
+    for joint in LEG_JOINTS:
+        rms = np.sqrt(np.mean(expected[:, names.index(joint)] ** 2))
+        assert summary["leg_rms"][joint] == pytest.approx(rms, rel=1e-5)
+    shares = {STATE_NAMES[c]: 100.0 * np.mean(kept % 4 == c) for c in range(4)}
+    assert summary["contact_states"] == pytest.approx(shares)

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from dynik_ros.estimation.contact_classification import STATE_NAMES
+
 LEG_JOINTS = tuple(f"j{side}{joint}_roty" for side in ("Right", "Left") for joint in ("Hip", "Knee", "Ankle"))
 
 
@@ -16,7 +18,6 @@ def dynamics_summary(node: Any, wearable: Any, first_stamp_ns: int | None) -> di
     """Figures of a run from ``node`` (a DynamicsNode after the run) and the source ``wearable``
     (its parameters say whether a synthetic truth exists); ``first_stamp_ns``: the first link-state stamp
     published (the truth's t = 0)."""
-    log = list(node.torque_log)
     times, cpu = node.step_times.array(), node.step_cpu_times.array()
     out: dict[str, Any] = {
         "received": node.received,
@@ -30,12 +31,11 @@ def dynamics_summary(node: Any, wearable: Any, first_stamp_ns: int | None) -> di
         "step_cpu_p99_ms": 1e3 * float(np.percentile(cpu, 99)) if len(cpu) else math.nan,
         "step_p99_ms": 1e3 * float(np.percentile(times, 99)) if len(times) else math.nan,
     }
-    if not log:
+    if not len(node.torque_log):
         return out
     names = list(node.pipeline.robot.joint_names)
-    stamps = np.array([entry[0] for entry in log], dtype=np.int64)
-    tau = np.array([entry[1] for entry in log], dtype=float)
-    states = [entry[2] for entry in log]
+    stamps, tau, codes = node.torque_log.arrays()
+    states = [STATE_NAMES[int(c)] for c in codes]
     peak = int(np.abs(tau).max(axis=0).argmax())
     out.update(
         {

@@ -13,7 +13,6 @@ and ``/diagnostics``. Refused inputs are counted by reason and never stop the no
 from __future__ import annotations
 
 import time
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -50,6 +49,7 @@ from dynik_ros.nodes.conversions import (
     ns_to_stamp,
     stamp_to_ns,
 )
+from dynik_ros.nodes.dynamics_log import TorqueLog
 from dynik_ros.nodes.node_process import run_node
 
 UNHANDLED, NO_TWISTS = "unhandled", "no_twists"
@@ -151,8 +151,7 @@ class DynamicsNode(DynikLifecycleNode):
         self.shoes_missing = 0
         self.step_times = RollingSamples()
         self.step_cpu_times = RollingSamples()  # CPU time of the callback's thread (time.thread_time)
-        # (stamp [ns], torques, contact state) of the recent estimates: what dynik-ros run summarizes
-        self.torque_log: deque[tuple[int, np.ndarray, str]] = deque(maxlen=36_000)
+        self.torque_log = TorqueLog()  # the recent estimates: what dynik-ros run summarizes
         self.last_state = "none"
         self.shoe_buffer = ShoeBuffer(self.params.get("max_shoe_age", 0.02))
 
@@ -326,7 +325,7 @@ class DynamicsNode(DynikLifecycleNode):
                 lambda f=foot, w=wrench: _wrench_msg(stamp_ns, f, w),
             )
         self.last_state = STATE_NAMES[output.state]
-        self.torque_log.append((output.stamp_ns, output.tau.copy(), self.last_state))
+        self.torque_log.append(output.stamp_ns, output.tau, output.state)
         publish_serialized(
             self._pub_contact, self._contact_bytes[self.last_state], lambda: String(data=self.last_state)
         )
