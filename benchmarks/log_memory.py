@@ -4,11 +4,11 @@ The logs: the runner's latency tracer (``nodes/tracing.py``: three events, ``lin
 ``command``), ``ik_node.base_log`` (with ``use_base_odom``), ``mocap_node.published_log``,
 ``sim_node.base_log``, ``sim_node.command_log`` and ``sim_node.state_log`` (read by the sim loop's figures,
 ``sim/loop_figures.py``, and ``sim_node.tracking_summary``), ``dynamics_node.torque_log`` (Human66's torques
-and contact state per estimate, read by ``dynik-ros run``'s dynamics figures). Each is taken from real configured nodes (G1;
-real rclpy, a private ROS domain), filled to its cap through its own ``append`` with rows shaped like the
-node's, and measured by walking the object (numpy buffers, tuples, floats, dict entries; shared objects
-counted once). The script also runs on the code before the logs became numpy rings (deques of tuples):
-``fill`` appends the row form each kind takes.
+and contact state per estimate, read by ``dynik-ros run``'s dynamics figures). Each is taken from real
+configured nodes (G1; real rclpy, a private ROS domain), filled to its cap through its own ``append`` with
+rows shaped like the node's, and measured by walking the object (numpy buffers, tuples, floats, dict
+entries; shared objects counted once). The script also runs on the code before the logs became numpy rings
+(deques of tuples): ``fill`` appends the row form each kind takes.
 
     python benchmarks/log_memory.py
 """
