@@ -33,7 +33,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from dynik_ros.core.stance_rows import StanceRows
+from dynik_ros.core.stance_rows import StanceRows, on_mean
 from dynik_ros.core.velocity_qp import QPSettings, QPSolution, VelocityQP
 
 DAMPING = 1e-8  # mu: small against the stance rows' J_s J_s^T (>= ~1: the base's columns), see the docstring
@@ -78,14 +78,18 @@ class StancePriority:
         lower: np.ndarray,
         upper: np.ndarray,
         others: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+        w0: float = 1.0,
+        carried: np.ndarray | None = None,
     ) -> np.ndarray:
         """``corrected`` (``v*`` of eq. 9, the whole stack) with the rows of the stance frames in contact
         replaced by ``y*`` of priority 1 under the joint rows ``lower``/``upper`` and the ``others`` dynamic
-        rows; ``corrected`` itself where priority 1 has no usable solution (``state`` ``failed``)."""
+        rows; ``corrected`` itself where priority 1 has no usable solution (``state`` ``failed``). ``y*``
+        is the stance frames' velocity over the step's mean ``m = w0 nu + carried`` (:mod:`.stance_rows`)."""
         rows = self._rows
         active = np.repeat(self.stance.active, self._sizes)
         w = np.where(active, weights[rows], 0.0)  # frames out of contact take no part
-        solution = self.qp.solve(jacobian[rows], corrected[rows], w, lower, upper, dynamic=others)
+        task, target = on_mean(jacobian[rows], corrected[rows], w0, carried)
+        solution = self.qp.solve(task, target, w, lower, upper, dynamic=others)
         self._solution = solution
         if not solution.solved:
             self.state = STATES[2]
@@ -93,7 +97,8 @@ class StancePriority:
             self.qp.reset_warm_start()
             return corrected
         centred = corrected.copy()
-        achieved = jacobian[rows[active]] @ solution.nu
+        mean = w0 * solution.nu if carried is None else w0 * solution.nu + carried
+        achieved = jacobian[rows[active]] @ mean
         centred[rows[active]] = achieved
         met = np.abs(achieved - corrected[rows[active]]).max() <= self.stance.tolerance
         self.state = STATES[0] if met else STATES[1]

@@ -73,13 +73,14 @@ class StepIntegration:
         self.integrate_this_step_by_euler()
         self._fell_back = True
 
-    def _integrate(self, nu: np.ndarray, dt: float) -> None:
+    def _integrate(self, nu: np.ndarray, dt: float, held: np.ndarray | None = None) -> None:
         """Integrate mixed ``nu`` over ``dt`` (sec. 3.3): ``p_B`` and ``s`` linearly, ``R_B`` by eq. (14).
 
         The step moves by ``dt`` times the corrector-weighted mean velocity: ``nu_k`` alone for ``"euler"``
         (the paper), the mean of ``nu_{k-1}`` and ``nu_k`` for ``"trapezoidal"``, Adams-Moulton over four
         samples for ``"adams"``. A rule of order ``p`` leaves a steady tracking error of about
-        ``dt^p |d^p nu/dt^p| / K``.
+        ``dt^p |d^p nu/dt^p| / K``. ``held``: columns of ``nu`` whose mean the step's rows imposed (a held
+        foot's leg, :mod:`.stance_rows`): their history restarts at that mean.
         """
         nb = self.robot.base_dofs
         mean = self._corrector[0] * nu + self._carried_velocity
@@ -104,8 +105,18 @@ class StepIntegration:
         self._past_nu[0] = self.nu
         self._past_dt = [dt, *self._past_dt[: MAX_HISTORY - 1]]
         self.nu = nu
+        if held is not None and len(self._corrector) > 1:
+            self._restart_history(held, mean[held])
         if self.config.restart_at_bounds and len(self._corrector) > 1:
             self._restart_history_at_bounds(mean[nb:])
+
+    def _restart_history(self, columns: np.ndarray, mean: np.ndarray) -> None:
+        """``nu_k = nu_{k-1} = ... = m`` on ``columns``: the step's own mean velocity ``mean`` there, a
+        constant the rule integrates exactly. Where a row fixes the mean, ``nu_k = (m - c) / w_0``
+        deconvolves the history through the rule's weights (:meth:`_restart_history_at_bounds`): with the
+        trapezoid ``nu_k = 2 m_k - nu_{k-1}`` alternates for as long as the row holds."""
+        self.nu[columns] = mean
+        self._past_nu[:, columns] = mean
 
     def _back_inside_coupled_rows(self, previous: np.ndarray, dt: float) -> None:
         """``A s <= b`` (eq. 11) where the step crossed a row by no more than ``ROW_ROUND_OFF``: as the clip
@@ -146,6 +157,4 @@ class StepIntegration:
         # only the bounds on the mean deconvolve; nu_k held at its own velocity limit is a constant
         active = ((s_dot >= upper - slack) & (upper < vmax)) | ((s_dot <= lower + slack) & (lower > -vmax))
         if active.any():
-            columns = nb + np.flatnonzero(active)
-            self.nu[columns] = mean[active]
-            self._past_nu[:, columns] = mean[active]
+            self._restart_history(nb + np.flatnonzero(active), mean[active])
