@@ -267,3 +267,38 @@ def test_a_settled_start_far_from_the_robot_reaches_it_within_the_velocity_limit
     assert not checks.breaches, checks.examples
     assert driver.rate_limited > 0  # the ramp onto the settled pose was the bridge's
     np.testing.assert_allclose(np.asarray(commands[-1].data), published[-1, 7:], atol=1e-9)
+
+
+def test_samples_that_come_during_the_settle_are_taken_and_stepped_after_it(h):
+    """``settle:=2`` (200 IK steps) on the CMU excerpt at its 120 Hz: the settle runs between the node's
+    callbacks (``ik_start.SETTLE_CHUNK`` steps a turn), so the samples published during it are taken while
+    it runs (the second one before it ends) and stepped after it in order: from the second sample on the
+    published configurations are ``retarget_motion(settle=2)``'s (1e-6), none lost. Before, the settle ran in
+    the first sample's callback: nothing was taken until it ended (0.2-1.5 s wall on G1; at 120 Hz beyond
+    the 10-deep reader queue, samples were lost: README *The start*)."""
+    import dataclasses
+    from pathlib import Path
+
+    from node_harness import motion_link_msg, params, published_configurations
+
+    from dynik_ros.io.motion_files import detect_format, read_motion_file
+    from dynik_ros.nodes.ik_node import IKNode
+
+    path = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
+    motion = read_motion_file(path, detect_format(path))
+    t0 = 1_700_000_000 * 10**9
+    stamps = [t0 + round(1e9 * (t - motion.times[0])) for t in motion.times]
+    motion = dataclasses.replace(motion, times=(np.array(stamps) - stamps[0]) * 1e-9)
+    solver = h.add(IKNode(**params(model="", robot="g1", link_states_reliable=True, settle=2.0)))
+    settling_when_taken = {}
+
+    def before_each(k: int) -> None:  # samples 0..k-1 taken
+        settling_when_taken[k - 1] = getattr(solver, "_settling", None) is not None
+
+    published = published_configurations(
+        h, solver, lambda k: motion_link_msg(motion, k, stamps[k]), stamps, before_each=before_each
+    )
+    assert settling_when_taken[1], "the second sample was taken only after the settle"
+    offline = Retargeter.from_config("g1").retarget_motion(motion, settle=2.0, evaluate=False)
+    np.testing.assert_allclose(published[1:], offline.q[1:], atol=1e-6)
+    assert solver.received == len(stamps) and solver.steps == len(stamps) - 1

@@ -63,7 +63,7 @@ from dynik_ros.nodes.ik_base_feedback import BaseFeedback
 from dynik_ros.nodes.ik_markers import MarkerBuilder
 from dynik_ros.nodes.ik_outputs import IKOutputs
 from dynik_ros.nodes.ik_params import IK_PARAMS
-from dynik_ros.nodes.ik_start import StreamStart
+from dynik_ros.nodes.ik_start import BACKLOG_FULL, StreamStart
 from dynik_ros.nodes.node_process import run_node
 
 INVALID = "invalid"
@@ -71,6 +71,7 @@ UNHANDLED = "unhandled"  # an exception the callback did not expect: counted, lo
 LOCAL_REASONS = (
     INVALID,
     UNHANDLED,
+    BACKLOG_FULL,
     UNDECODABLE,
     stamp_guard.FUTURE,
     stamp_guard.JUMP,
@@ -166,6 +167,7 @@ class IKNode(
         self._odom: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._latest = None
         self._first_step: tuple[float, Measurements] | None = None  # a robot's first sample, not stepped yet
+        self._clear_start()
 
     def _configure(self, p: dict[str, Any]) -> None:
         self._clear()
@@ -297,16 +299,21 @@ class IKNode(
 
     def _activate(self) -> None:
         self._ik_timers = [self.create_timer(self.params["diagnostics_period"], self.publish_diagnostics)]
+        self._ik_timers.append(self._create_start_timer())
+        if self._settling is not None or self._backlog:  # deactivated during a settle: it goes on
+            self._start_timer.reset()
         if self._pub_markers is not None:
             self._ik_timers.append(self.create_timer(1.0 / self.params["marker_rate"], self._on_marker_timer))
 
     def _deactivate(self) -> None:
         self.destroy_entities(getattr(self, "_ik_timers", []))
         self._ik_timers = []
+        self._start_timer = None
 
     def _release(self) -> None:
         self.destroy_entities(getattr(self, "_ik_timers", []))
         self._ik_timers = []
+        self._start_timer = None
         self.destroy_entities(self._entities)
         self.destroy_entities(
             [self._pub_js, self._pub_odom, self._pub_markers, self._pub_diag, self._pub_tf, self._pub_target]
@@ -331,6 +338,11 @@ class IKNode(
     def _on_link_states(self, data: bytes) -> None:
         if not self.active or self.ik is None:
             return
+        self.received += 1
+        if not self._waits_for_start(data):  # a settle runs: after it, in order (ik_start.py)
+            self._handle(data)
+
+    def _handle(self, data: bytes) -> None:
         try:
             self._process(data)
         except Exception as exc:  # noqa: BLE001 - no input may end the node: count, log, keep running
@@ -338,7 +350,6 @@ class IKNode(
 
     def _process(self, data: bytes) -> None:
         start = wall_time()
-        self.received += 1
         try:
             links = self._decode(data)
         except MessageRejected as exc:
@@ -379,14 +390,14 @@ class IKNode(
                     None if self.retargeter is None else self.retargeter.save_state(),
                 )
                 self._rebase_world()
+        settling = False  # the first sample's answer waits for its settle (ik_start.py)
         try:
             self._steps_before = []  # a sparse stream's IK steps before this sample (_measurements)
             decoded = self._measurements(links)
             if self._last_ns is None:
                 measurements = self._with_base_feed_forward(decoded, links)
                 self._initialize(links)
-                if self.retargeter is not None:
-                    self._settle(decoded)
+                settling = self.retargeter is not None and self._settle(decoded)
                 q, v = self.ik.q, np.zeros(self.robot.nv)
             else:
                 dt = (stamp - self._last_ns) * 1e-9
@@ -423,7 +434,22 @@ class IKNode(
         if self._last_ns is not None and stamp > self._last_ns:
             self._period_ns = stamp - self._last_ns
         self._last_ns = stamp
-        self.held = self._last_ns is not None and self.steps > 0 and self.ik.info.held
+        if settling:
+            self._settled_answer = (stamp, links, measurements)
+            return
+        self._answer(stamp, q, v, links, measurements, start)
+
+    def _answer(
+        self,
+        stamp: int,
+        q: np.ndarray,
+        v: np.ndarray,
+        links: LinkStates,
+        measurements: Measurements,
+        start: float,
+    ) -> None:
+        """Publish the state after a sample (nothing after a held step) and keep its figures."""
+        self.held = self.steps > 0 and self.ik.info.held
         if self.held:  # a held step is not fresh motion: publish nothing, the bridge's stale hold engages
             self.held_steps += 1
             self.get_logger().error(

@@ -163,8 +163,9 @@ IK_PARAMS = (
         0.0,
         "With a robot: IK seconds spent on the first sample (frozen, 0.01 s steps) before its own step, as "
         "dynik-retarget --settle (default 1) offline [s]; 0 = none, as Retargeter.retarget_motion. The "
-        "settled pose is published at once (bridge_node ramps the robot onto it within its limits); the "
-        "settle holds the node's callbacks ~0.07 s per 0.2 s on G1 (settle_time_ms in /diagnostics).",
+        "settled pose is published once settled (bridge_node ramps the robot onto it within its limits); the "
+        "settle runs one IK step per executor turn (~0.07 s wall per 0.2 s on G1, settle_time_ms in "
+        "/diagnostics) and the samples meanwhile are stepped after it, in order (nodes/ik_start.py).",
         low=0.0,
         high=2.0,
     ),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from copy import deepcopy
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -463,6 +463,14 @@ class Retargeter(StreamInput):
     ) -> None:
         """Converge ``ik`` onto a frozen first sample (zero feed-forward) for ``duration`` seconds of IK time,
         so the first output frame is already on the motion; joint limits hold throughout (eq. 12)."""
+        for _ in self.settle_steps(ik, measurement, duration, dt):
+            pass
+
+    def settle_steps(
+        self, ik: DynamicalIK, measurement: Measurements, duration: float = 1.0, dt: float = 0.01
+    ) -> Iterator[None]:
+        """:meth:`settle` one IK step at a time: yields after each (ik_node runs its callbacks between
+        them); done, with ``ik`` stopped, when exhausted."""
         frozen = Measurements(  # balance targets (CoM, support) kept, their feed-forward dropped too
             measurement.positions,
             measurement.rotations,
@@ -472,6 +480,7 @@ class Retargeter(StreamInput):
         )
         for _ in range(int(round(duration / dt))):
             ik.step(frozen, dt)
+            yield
         ik.stop()
 
     def run(
