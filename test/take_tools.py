@@ -41,3 +41,37 @@ def retarget_cli(args: list[str], out: Path) -> tuple[int, list[str], str]:
         timeout=300,
     )
     return result.returncode, [line for line in result.stderr.splitlines() if line.strip()], result.stderr
+
+
+def written_sole_heights(out: Path, robot_name: str, half_width: float) -> tuple[np.ndarray, np.ndarray]:
+    """From ``dynik-retarget``'s ``retarget.npz`` in ``out``, by forward kinematics of the written ``q``: the
+    height above the floor (z = 0) of the lowest point of each foot's sole ``(N, n_feet)`` (its centre-line
+    points widened by ``half_width`` across the foot: :func:`dynik_ros.core.sole.sole_polygon`), and which
+    samples are the flat part of a contact ``(N, n_feet)`` (held for the map's ``blend_time`` at least)."""
+    import pinocchio as pin
+
+    from dynik_ros.core.sole import sole_polygon
+    from dynik_ros.retarget import Retargeter
+
+    data = np.load(out / "retarget.npz")
+    robot = Retargeter.from_config(robot_name)
+    model = robot.robot.model
+    fk = model.createData()
+    times, contacts = data["times"], data["contacts"]
+    feet = robot.config.feet
+    frames = [robot.robot.frame_id(foot.frame) for foot in feet]
+    corners = [np.array(sole_polygon(foot.sole, half_width)) for foot in feet]
+    heights = np.empty(contacts.shape)
+    for k, q in enumerate(data["q"]):
+        pin.framesForwardKinematics(model, fk, q)
+        for f, fid in enumerate(frames):
+            pose = fk.oMf[fid]
+            heights[k, f] = (pose.translation[2] + corners[f] @ pose.rotation[2]).min()
+    flat = np.zeros(contacts.shape, dtype=bool)
+    blend = robot.config.contact.blend_time
+    for f in range(len(feet)):
+        start = None
+        for k, t in enumerate(times):
+            start = (t if start is None else start) if contacts[k, f] >= 0 else None
+            flat[k, f] = start is not None and t - start >= blend - 1e-9
+    return heights, flat

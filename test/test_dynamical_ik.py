@@ -479,6 +479,7 @@ def test_a_frame_change_keeps_every_field_it_does_not_turn():
         contacts=np.array([True, False]),
         stance=np.array([False, True]),
         weight_scale=np.array([1.0, 0.5, 0.5, 1.0, 1.0, 0.1]),
+        min_gain=np.array([0.0, 0.0, 40.0, 0.0, 0.0, 0.0]),
     )
     assert all(getattr(m, f.name) is not None for f in fields(m))  # every field set: none can hide
     moved = transform_measurements(m, (turn, shift))

@@ -111,7 +111,7 @@ def test_every_contact_setting_survives_a_saved_map(tmp_path):
             changed[f.name] = not value
         elif isinstance(value, float):
             changed[f.name] = value + 0.5  # keeps height_off >= height_on and speed_off >= speed_on
-    changed.update(toe="pitch", stance="hard", anchor="robot")
+    changed.update(toe="pitch", stance="hard", anchor="robot", blend_shape="linear")
     config = dataclasses.replace(rt.config, contact=dataclasses.replace(rt.config.contact, **changed))
     assert set(changed) == {f.name for f in dataclasses.fields(ContactSpec)}
     loaded = load_retarget_config(save_retarget_config(config, tmp_path / "g1_saved.yaml"))

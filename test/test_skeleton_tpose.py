@@ -5,10 +5,9 @@ kinematics of subjects shorter and taller than the maps' 1.75 m model, through t
 from __future__ import annotations
 
 import numpy as np
-import pinocchio as pin
 import pytest
 import yaml
-from take_tools import xsens_ordered
+from take_tools import written_sole_heights, xsens_ordered
 
 from dynik_ros.cli import retarget as cli
 from dynik_ros.io.bvh import builtin_skeleton_maps, write_bvh
@@ -61,28 +60,8 @@ def test_a_robot_calibrated_on_it_has_the_subjects_ratios(subject):
 def _sole_float_mm(out, robot_name: str = "g1") -> float:
     """Highest the lowest sole point of a foot gets above the floor over the flat part of its contacts, on the
     written trajectory (forward kinematics)."""
-    data = np.load(out / "retarget.npz")
-    robot = Retargeter.from_config(robot_name)
-    model = robot.robot.model
-    fk = model.createData()
-    blend = robot.config.contact.blend_time
-    worst = 0.0
-    for f, foot in enumerate(robot.config.feet):
-        fid = robot.robot.frame_id(foot.frame)
-        sole = np.array(foot.sole, dtype=float)
-        held = data["contacts"][:, f] >= 0
-        start = None
-        for k, (t, q) in enumerate(zip(data["times"], data["q"], strict=True)):
-            if not held[k]:
-                start = None
-                continue
-            start = t if start is None else start
-            if t - start < blend:
-                continue
-            pin.framesForwardKinematics(model, fk, q)
-            pose = fk.oMf[fid]
-            worst = max(worst, float((pose.translation + sole @ pose.rotation.T)[:, 2].min()))
-    return 1e3 * worst
+    heights, flat = written_sole_heights(out, robot_name, 0.0)
+    return 1e3 * max(0.0, float(heights[flat].max(initial=0.0)))
 
 
 def test_a_tall_subjects_take_stands_the_robot_on_its_feet(tmp_path):

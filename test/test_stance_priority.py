@@ -33,8 +33,8 @@ def _rolled_left_foot(rt, measurements, t, ramp: float = 0.5):
 
 def _feet_cost(rt, ik, measurement):
     """``f(q) = 1/2 sum w^2 K e^2`` over the feet's residual rows (eq. 5, log residual) against
-    ``measurement``: the quantity priority 1 (``min |W (J nu - K e)|``) brings to a stationary point of f
-    within the limits."""
+    ``measurement`` (``K`` this step's: at least its ``min_gain``): the quantity priority 1
+    (``min |W (J nu - K e)|``) brings to a stationary point of f within the limits."""
     targets = rt.targets
     feet = {foot.frame for foot in rt.config.feet}
     p_rows = [i for i, x in enumerate(targets.position_targets) if x.frame in feet]
@@ -46,7 +46,8 @@ def _feet_cost(rt, ik, measurement):
         [np.arange(3 * i, 3 * i + 3) for i in p_rows] + [n_p + np.arange(3 * i, 3 * i + 3) for i in o_rows]
     )
     weights = ik.weights if measurement.weight_scale is None else ik.weights * measurement.weight_scale
-    scale = (weights**2 * np.minimum(ik.gains, ik.config.max_gain_dt * RATE))[rows]
+    gains = ik.gains if measurement.min_gain is None else np.maximum(ik.gains, measurement.min_gain)
+    scale = (weights**2 * np.minimum(gains, ik.config.max_gain_dt * RATE))[rows]
     model = rt.robot.model
     data = model.createData()
 

@@ -284,6 +284,20 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the map's contact.swing_weight, 1) (retarget/swing_weight.py)",
     )
     parser.add_argument(
+        "--held-gain",
+        type=finite(minimum=0.0),
+        metavar="K",
+        help="while a foot is held in contact, the IK gain K of eq. (9) on its height is at least K 1/s (0: "
+        "off, its targets' gains as configured; default: the map's contact.held_gain, 40) "
+        "(retarget/held_gain.py)",
+    )
+    parser.add_argument(
+        "--blend-shape",
+        choices=("smooth", "linear"),
+        help="how the sole turns level after touch-down: smoothstep, no rate left at the end (smooth, the "
+        "maps' default), or at a constant rate (linear) (retarget/scaling.py)",
+    )
+    parser.add_argument(
         "--toe",
         choices=("pitch", "flat"),
         help="a contact with the human heel up: the sole kept level, the ankle taking the pitch up (the "
@@ -428,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
             "reach": None if args.reach is None else args.reach == "on",
             "pelvis_reach": None if args.pelvis_reach is None else args.pelvis_reach == "on",
             "swing_weight": args.swing_weight,
+            "held_gain": args.held_gain,
+            "blend_shape": args.blend_shape,
             "toe": args.toe,
             "floor_rows": None if args.floor_rows is None else args.floor_rows == "on",
         }

@@ -455,7 +455,8 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
                 _zeros_if_none(measurements.angular_velocities, self.targets.n_orientation),
             )
         )
-        gains = np.minimum(self.gains, self.config.max_gain_dt / dt)
+        gains = self.gains if measurements.min_gain is None else np.maximum(self.gains, measurements.min_gain)
+        gains = np.minimum(gains, self.config.max_gain_dt / dt)
         corrected = self._capped(feed_forward + gains * residual)  # v* of eq. (9)
         if predicted:
             base_position, q_next = self._predicted_configuration(dt)

@@ -151,6 +151,9 @@ class Measurements:
     # per row of eq. (9) (3 per target: position targets' world x, y, z, then orientation targets'), a factor
     # on its weight for this step (>= 0; None: the weights as configured)
     weight_scale: np.ndarray | None = None
+    # per row of eq. (9) (the same order), a lower bound on its gain K this step (1/s, >= 0; None: the gains
+    # as configured): Remark 2's variable gain, e.g. a held foot's height (retarget/held_gain.py)
+    min_gain: np.ndarray | None = None
 
     def validate(self, targets: TargetSet, rotation_tolerance: float = 1e-3) -> None:
         """Raise :class:`InvalidMeasurementError` unless shapes match, values are finite and rotations are
@@ -165,11 +168,13 @@ class Measurements:
         }
         if self.com_position is not None or self.com_velocity is not None:
             expected = {**expected, "com_position": (3,), "com_velocity": (3,)}
-        if self.weight_scale is not None:
-            expected = {**expected, "weight_scale": (3 * (targets.n_position + targets.n_orientation),)}
-            scale = np.asarray(self.weight_scale, dtype=float)
-            if scale.shape == expected["weight_scale"] and (scale < 0.0).any():
-                raise InvalidMeasurementError("weight_scale has negative values")
+        for label in ("weight_scale", "min_gain"):  # per row of eq. (9), >= 0
+            if getattr(self, label) is None:
+                continue
+            expected = {**expected, label: (3 * (targets.n_position + targets.n_orientation),)}
+            values = np.asarray(getattr(self, label), dtype=float)
+            if values.shape == expected[label] and (values < 0.0).any():
+                raise InvalidMeasurementError(f"{label} has negative values")
         for label, shape in expected.items():
             value = getattr(self, label)
             if value is None:
@@ -177,7 +182,7 @@ class Measurements:
             if np.shape(value) != shape:
                 raise InvalidMeasurementError(f"{label} has shape {np.shape(value)}, expected {shape}")
             if not np.isfinite(value).all():
-                if label.startswith("com_") or label == "weight_scale":
+                if label.startswith("com_") or label in ("weight_scale", "min_gain"):
                     raise InvalidMeasurementError(f"{label} not finite")
                 bad = np.unique(np.nonzero(~np.isfinite(value))[0])
                 links = (
@@ -209,6 +214,7 @@ class Measurements:
             (self.com_position, (3,)),
             (self.com_velocity, (3,)),
             (self.weight_scale, (3 * (n_p + n_o),)),
+            (self.min_gain, (3 * (n_p + n_o),)),
         ):
             if value is None:
                 continue
@@ -216,8 +222,9 @@ class Measurements:
                 return False
             if not np.isfinite(value).all():
                 return False
-        if self.weight_scale is not None and (self.weight_scale < 0.0).any():
-            return False
+        for per_row in (self.weight_scale, self.min_gain):
+            if per_row is not None and (per_row < 0.0).any():
+                return False
         if (self.com_position is None) != (self.com_velocity is None):
             return False
         if not n_o:

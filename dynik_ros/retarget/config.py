@@ -78,6 +78,7 @@ from dynik_ros.retarget.config_types import (  # noqa: F401 - re-exported: the m
 STANCES = ("weighted", "hard")  # contact.stance
 ANCHORS = ("human", "robot")  # contact.anchor
 TOE_MODES = ("pitch", "flat")  # contact.toe
+BLEND_SHAPES = ("smooth", "linear")  # contact.blend_shape
 
 
 # ---------------------------------------------------------------------- loading
@@ -404,6 +405,8 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "pelvis_reach",
             "floor_rows",
             "swing_weight",
+            "held_gain",
+            "blend_shape",
         ),
     )
     contact = ContactSpec(
@@ -432,6 +435,8 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         swing_weight=r.number(
             c.get("swing_weight", ContactSpec.swing_weight), "contact.swing_weight", positive=True
         ),
+        held_gain=r.number(c.get("held_gain", ContactSpec.held_gain), "contact.held_gain", minimum=0.0),
+        blend_shape=str(c.get("blend_shape", ContactSpec.blend_shape)),
     )
     if contact.toe not in TOE_MODES:
         raise r.error("contact.toe", f"expected one of {TOE_MODES}, got '{contact.toe}'")
@@ -439,6 +444,8 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
         raise r.error("contact.stance", f"expected one of {STANCES}, got '{contact.stance}'")
     if contact.anchor not in ANCHORS:
         raise r.error("contact.anchor", f"expected one of {ANCHORS}, got '{contact.anchor}'")
+    if contact.blend_shape not in BLEND_SHAPES:
+        raise r.error("contact.blend_shape", f"expected one of {BLEND_SHAPES}, got '{contact.blend_shape}'")
     if contact.height_off < contact.height_on or contact.speed_off < contact.speed_on:
         raise r.error("contact", "hysteresis needs height_off >= height_on and speed_off >= speed_on")
 

@@ -116,7 +116,12 @@ class ContactSpec:
     ground to the foot targets alone.
 
     ``swing_weight`` (1: off): the factor on a foot's position weight while it is not held in contact, back to
-    1 as it comes down to the ground (:mod:`dynik_ros.retarget.swing_weight`)."""
+    1 as it comes down to the ground (:mod:`dynik_ros.retarget.swing_weight`).
+
+    ``held_gain`` (1/s; 0: off): while a foot is held in contact, the gain ``K`` of eq. (9) on its height (the
+    world z of its position target) is at least this (:mod:`dynik_ros.retarget.held_gain`). ``blend_shape``:
+    how the level blend rises after touch-down, ``smooth`` or ``linear``
+    (:mod:`dynik_ros.retarget.scaling`)."""
 
     enabled: bool = True
     height_on: float = 0.03
@@ -139,6 +144,8 @@ class ContactSpec:
     pelvis_reach: bool = False
     floor_rows: bool = True
     swing_weight: float = 1.0
+    held_gain: float = 40.0
+    blend_shape: str = "smooth"
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
 from dynik_ros.core.floor_rows import FloorConfig, points_of_feet
 from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measurements, TargetSet
 from dynik_ros.retarget.calibration import Calibration, calibrate, check_calibration, yaw_alignment
+from dynik_ros.retarget.held_gain import held_min_gains
 from dynik_ros.retarget.hinge_alignment import HingeAlignment, find_hinge
 from dynik_ros.retarget.ik_steps import at_samples, between, on_ik_steps
 from dynik_ros.retarget.leg_reach import ankle_roll_lean, leg_orientation_rows, turn_legs
@@ -410,6 +411,8 @@ class Retargeter(StreamInput):
         held = (flags >= 0) & self.config.contact.hold  # contact.swing_weight: feet in the air weigh less
         scales = swing_factors(self.config.contact.swing_weight, self.targets, self._foot_rows, held,
                                target_positions[:, self._foot_rows, 2], self._standing)  # fmt: skip
+        # contact.held_gain: a held foot's height comes down faster (retarget/held_gain.py)
+        min_gains = held_min_gains(self.config.contact.held_gain, self.targets, self._foot_rows, held)
         out = [
             Measurements(
                 target_positions[k],
@@ -418,6 +421,7 @@ class Retargeter(StreamInput):
                 target_omegas[k] if measured else None,
                 stance=stance[k],
                 weight_scale=scales[k],
+                min_gain=min_gains[k],
             )
             for k in range(n)
         ]

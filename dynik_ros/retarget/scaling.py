@@ -26,6 +26,13 @@ to the level rotation with the heading it landed with, ``R_flat = R_z(psi_land)`
 after touch-down and falling back after lift-off; its angular-velocity target is scaled by
 ``1 - alpha``. The heel that strikes first stays the pivot until the sole is flat, then the whole sole
 rests on the ground at the place it landed; the ankle takes up the human's roll within its limits.
+``contact.blend_shape``: after touch-down ``alpha = h(x)``, ``x`` the share of ``blend_time`` spent in
+contact and ``h`` the smoothstep ``3x^2 - 2x^3`` (``smooth``, the default), or ``alpha = x`` (``linear``).
+With the linear rise the sole turns at a constant rate to the last sample of the blend and stops there: the
+toe came down onto the floor at full speed, the floor rows' barrier (:mod:`dynik_ros.core.floor_rows`)
+halved its approach per step and the held sole ended the blend above the floor (the Nikki medium walk on
+G1: 2.4 mm; with the barrier at ``gamma`` 1 the IK's multistep history bounced it up again); ``h`` has no
+rate left at the end of the blend.
 
 Footprints left (``contact.drift_off``, ``contact.pivot_off``): once the touch-down blend is over the human
 foot's footprint is its foot and toe links' horizontal positions and its heading ``psi_0``. The contact ends
@@ -91,8 +98,20 @@ def toe_pitch(theta: float, full: float) -> tuple[float, float]:
         return 0.0, 0.0
     if x >= 1.0:
         return theta, 1.0
-    h, dh = x * x * (3.0 - 2.0 * x), 6.0 * x * (1.0 - x)
+    h, dh = smoothstep(x)
     return theta * h, h + theta * dh / (full - start)
+
+
+def smoothstep(x: float) -> tuple[float, float]:
+    """``h(x) = 3x^2 - 2x^3`` and ``dh/dx`` for ``x`` in [0, 1]: 0 to 1 with zero slope at both ends."""
+    return x * x * (3.0 - 2.0 * x), 6.0 * x * (1.0 - x)
+
+
+def blend_in(x: float, shape: str) -> tuple[float, float]:
+    """The touch-down blend's level weight ``alpha`` and ``d alpha / dx`` at ``x`` (the share of
+    ``blend_time`` spent in contact, in [0, 1]): ``linear`` ``alpha = x``, or ``smooth`` ``alpha = h(x)``
+    (:func:`smoothstep`; ``contact.blend_shape``, module docstring)."""
+    return smoothstep(x) if shape == "smooth" else (x, 1.0)
 
 
 def _wrap(angle: float) -> float:
@@ -247,9 +266,10 @@ class FootContact:
         self.leg_turn: np.ndarray | None = None  # (N, n_feet) per sample (apply), the legs' lean change
         self.leg_heading: np.ndarray | None = None  # (N, n_feet) the heading it turns about (rad)
 
-    def _reach_weight(self, f: int, t: float) -> float:
-        """How much of the touch-down's shift into reach (:attr:`reach`) the held target has: 0 to 1 over
-        ``blend_time`` in contact (as the sole turns level)."""
+    def _blend_share(self, f: int, t: float) -> float:
+        """The share of ``blend_time`` foot ``f`` has spent in contact at time ``t`` (0 to 1): how much of the
+        touch-down's shift into reach (:attr:`reach`) the held target has, and ``x`` of the level blend
+        (:func:`blend_in`)."""
         return min(1.0, (t - self.contact_at[f]) / max(self.spec.blend_time, 1e-9))
 
     def _turn_leg(self, f: int, k: int, angle: float) -> None:
@@ -273,7 +293,7 @@ class FootContact:
             return 0.0
         blend = max(spec.blend_time, 1e-9)
         if self.in_contact[f]:
-            return min(1.0, (t - self.contact_at[f]) / blend)
+            return blend_in(self._blend_share(f, t), spec.blend_shape)[0]
         return self.level_at_release[f] * max(0.0, 1.0 - (t - self.release_at[f]) / blend)
 
     def _noise_margin(self, f: int) -> float:
@@ -436,7 +456,7 @@ class FootContact:
                 self.in_contact[f] = False
                 self.release_at[f] = t
                 self.release_delta[f] = self.last[f] - target
-                self.turn_at_release[f] = self._reach_weight(f, t) * self.reach_turn[f]
+                self.turn_at_release[f] = self._blend_share(f, t) * self.reach_turn[f]
                 self.level[f] = 0.0
         elif now:
             self.in_contact[f] = True
@@ -485,8 +505,10 @@ class FootContact:
             rotations[f] = r_h @ pin.exp3(alpha * turn)
             # feed-forward: the human's rotation fading out plus the blend's own rate d(alpha)/dt
             rate_alpha = 0.0
-            if 0.0 < alpha < 1.0:
-                rate_alpha = 1.0 / blend if self.in_contact[f] else -self.level_at_release[f] / blend
+            if 0.0 < alpha < 1.0 and self.in_contact[f]:
+                rate_alpha = blend_in(self._blend_share(f, t), spec.blend_shape)[1] / blend
+            elif 0.0 < alpha < 1.0:
+                rate_alpha = -self.level_at_release[f] / blend
             omegas[f] = (1.0 - alpha) * omegas[f] + rate_alpha * (r_h @ turn) + alpha * level_rate
         points = sole @ rotations[f].T  # sole points in world orientation (m, 3)
         j = int(points[:, 2].argmin())
@@ -507,7 +529,7 @@ class FootContact:
                 self.point[f] = j
             elif j != self.point[f] and points[j, 2] < points[self.point[f], 2] - 1e-9:
                 # rolled onto another sole point: anchor it where it is (a flat sole ties: keep)
-                self.anchor[f] = self.last[f] + points[j] + (1.0 - self._reach_weight(f, t)) * self.reach[f]
+                self.anchor[f] = self.last[f] + points[j] + (1.0 - self._blend_share(f, t)) * self.reach[f]
                 self.anchor[f][2] = self.robot_ground
                 self.point[f] = j
             j = self.point[f]
@@ -518,7 +540,7 @@ class FootContact:
                 self.reanchors.append((f, t, shift, turned))
                 self.anchor[f] = moved
             lever = points[j]
-            beta = self._reach_weight(f, t)  # the shift into reach moves in over blend_time
+            beta = self._blend_share(f, t)  # the shift into reach moves in over blend_time
             target[:] = self.anchor[f] - lever - (1.0 - beta) * self.reach[f]
             rate[:] = -np.cross(omegas[f], lever) + (self.reach[f] / blend if beta < 1.0 else 0.0)
             self._turn_leg(f, k, beta * self.reach_turn[f])
