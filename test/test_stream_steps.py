@@ -3,6 +3,7 @@ computed one sample at a time equal the offline ones, and ik_node's published fe
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -96,8 +97,6 @@ def test_the_first_samples_step_is_the_offline_runs_first_step(rate):
 def _node_path(rt: Retargeter, motion, max_step: float, times: np.ndarray):
     """ik_node's path without ROS (:func:`stream_path`): the configuration after each sample and the
     contacts at the samples (``times``: the node's, from the stamps)."""
-    import dataclasses
-
     q, _, contacts, _ = stream_path(rt, dataclasses.replace(motion, times=times), max_step)
     return q, contacts
 
@@ -139,7 +138,6 @@ def test_ik_node_on_a_30_hz_stream_steps_like_the_offline_run(h, max_step):
 
 def _every_4th_sample_of_the_cmu_excerpt():
     """The committed CMU 131_01 excerpt (120 Hz, starting mid-stride) at 30 Hz, timed by the node's stamps."""
-    import dataclasses
     from pathlib import Path
 
     from dynik_ros.io.motion_files import detect_format, read_motion_file
@@ -277,7 +275,6 @@ def test_samples_that_come_during_the_settle_are_taken_and_stepped_after_it(h):
     published configurations are ``retarget_motion(settle=2)``'s (1e-6), none lost. Before, the settle ran in
     the first sample's callback: nothing was taken until it ended (0.2-1.5 s wall on G1; at 120 Hz beyond
     the 10-deep reader queue, samples were lost: README *The start*)."""
-    import dataclasses
     from pathlib import Path
 
     from node_harness import motion_link_msg, params, published_configurations
@@ -303,3 +300,54 @@ def test_samples_that_come_during_the_settle_are_taken_and_stepped_after_it(h):
     offline = Retargeter.from_config("g1").retarget_motion(motion, settle=2.0, evaluate=False)
     np.testing.assert_allclose(published[1:], offline.q[1:], atol=1e-6)
     assert solver.received == len(stamps) and solver.steps == len(stamps) - 1
+
+
+def test_a_settle_that_fails_is_counted_and_the_next_sample_starts_over(h):
+    """The settle runs in the node's own timer turns, outside the sample's callback: a failure there (here
+    a settle that raises after a step) is counted as ``unhandled`` like any callback's and never ends the
+    node; nothing is answered for that sample, and the next one starts the stream over (its own settle), so
+    from it on the published path is ``retarget_motion(settle=1)``'s on the samples from there (1e-6)."""
+    from nav_msgs.msg import Odometry
+    from node_harness import motion_link_msg, ok, params
+    from sensor_msgs.msg import JointState, MultiDOFJointState
+
+    from dynik_ros.nodes.common import RELIABLE_QOS
+    from dynik_ros.nodes.ik_node import IKNode
+
+    motion = synthetic_human_motion("walking", 1.0, 30.0)
+    t0 = 1_700_000_000 * 10**9
+    stamps = [t0 + round(1e9 * t) for t in motion.times]
+    solver = h.add(IKNode(**params(model="", robot="g1", link_states_reliable=True, settle=1.0)))
+    joints, odom = h.collect(JointState, "/dynik/joint_states"), h.collect(Odometry, "/dynik/base_odom")
+    pub = h.probe.create_publisher(MultiDOFJointState, "/human/link_states", RELIABLE_QOS)
+    assert ok(solver.trigger_configure()) and ok(solver.trigger_activate())
+    h.wait_matched(pub)
+
+    def failing(ik, measurement, duration, dt=0.01):
+        ik.step(measurement, dt)
+        yield
+        raise RuntimeError("settle failed")
+
+    solver.retargeter.settle_steps = failing
+    pub.publish(motion_link_msg(motion, 0, stamps[0]))
+    assert h.spin_until(lambda: solver.rejections.counts["unhandled"] == 1, timeout=30.0)
+    del solver.retargeter.settle_steps  # the real one again
+    for k in range(1, len(stamps)):
+        pub.publish(motion_link_msg(motion, k, stamps[k]))
+        assert h.spin_until(lambda k=k: solver.received > k, timeout=30.0)
+    count = len(stamps) - 1
+    assert h.spin_until(lambda: len(joints) >= count and len(odom) >= count, timeout=30.0)
+    assert solver.rejections.total == 1 and "settle failed" in solver.rejections.last_detail
+    stamp_of = {j.header.stamp.sec * 10**9 + j.header.stamp.nanosec: j for j in joints}
+    assert sorted(stamp_of) == stamps[1:]  # nothing for the sample whose settle failed
+    rest = dataclasses.replace(
+        motion,
+        **{
+            f: getattr(motion, f)[1:]
+            for f in ("positions", "rotations", "linear_velocities", "angular_velocities")
+        },
+        times=(np.array(stamps[1:]) - stamps[1]) * 1e-9,
+    )
+    offline = Retargeter.from_config("g1").retarget_motion(rest, settle=1.0, evaluate=False)
+    published = np.array([stamp_of[s].position for s in stamps[1:]])
+    np.testing.assert_allclose(published[1:], offline.q[1:, 7:], atol=1e-6)
