@@ -75,3 +75,50 @@ def written_sole_heights(out: Path, robot_name: str, half_width: float) -> tuple
             start = (t if start is None else start) if contacts[k, f] >= 0 else None
             flat[k, f] = start is not None and t - start >= blend - 1e-9
     return heights, flat
+
+
+def assert_row_field_acts_as_the_target_change(
+    rt, measurements, frame: str, field: str, value: float, neutral: float, changed
+) -> None:
+    """A per-row ``Measurements`` field (``weight_scale``, ``min_gain``) set to ``value`` on ``frame``'s three
+    position rows and ``neutral`` elsewhere steps the IK as an IK whose target on ``frame`` is
+    ``changed(target)`` (same q after 20 steps, 1e-9); ``neutral`` on every row changes nothing (bit for
+    bit); ``value`` changes the motion."""
+    import dataclasses
+
+    from dynik_ros.core.dynamical_ik import DynamicalIK
+    from dynik_ros.core.targets import TargetSet
+
+    row = [t.frame for t in rt.targets.position_targets].index(frame)
+    field_value = np.full(3 * (rt.targets.n_position + rt.targets.n_orientation), neutral)
+    field_value[3 * row : 3 * row + 3] = value
+    targets = TargetSet([changed(t) if t.frame == frame else t for t in rt.targets.targets])
+    with_field, plain, with_neutral = rt.make_ik(), rt.make_ik(), rt.make_ik()
+    with_target = DynamicalIK(rt.robot, targets, rt.ik_config(), rt.initial_configuration())
+    for m in measurements[:20]:
+        with_field.step(dataclasses.replace(m, **{field: field_value}), 0.01)
+        with_target.step(m, 0.01)
+        plain.step(m, 0.01)
+        with_neutral.step(dataclasses.replace(m, **{field: np.full_like(field_value, neutral)}), 0.01)
+    assert np.allclose(with_field.q, with_target.q, atol=1e-9)
+    assert np.array_equal(with_neutral.q, plain.q)
+    assert not np.allclose(with_field.q, plain.q, atol=1e-6)
+
+
+def assert_row_field_refuses(rt, measurement, field: str, neutral: float, bad: float) -> None:
+    """``measurement`` with its per-row field ``field`` holding ``bad`` on one row, or of a wrong length, is
+    refused by ``validate`` and by the IK's step, naming the field."""
+    import dataclasses
+
+    import pytest
+
+    from dynik_ros.core.targets import InvalidMeasurementError
+
+    values = np.full(3 * (rt.targets.n_position + rt.targets.n_orientation), neutral)
+    values[4] = bad
+    with pytest.raises(InvalidMeasurementError, match=field):
+        dataclasses.replace(measurement, **{field: values}).validate(rt.targets)
+    with pytest.raises(InvalidMeasurementError, match=field):
+        dataclasses.replace(measurement, **{field: np.full(5, neutral)}).validate(rt.targets)
+    with pytest.raises(ValueError, match=field):
+        rt.make_ik().step(dataclasses.replace(measurement, **{field: values}), 0.01)

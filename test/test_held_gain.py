@@ -11,12 +11,14 @@ import math
 import numpy as np
 import pinocchio as pin
 import pytest
-from take_tools import written_sole_heights
+from take_tools import (
+    assert_row_field_acts_as_the_target_change,
+    assert_row_field_refuses,
+    written_sole_heights,
+)
 from test_swing_weight import _one_leg_sway
 
 from dynik_ros.cli import retarget as cli
-from dynik_ros.core.dynamical_ik import DynamicalIK
-from dynik_ros.core.targets import InvalidMeasurementError, TargetSet
 from dynik_ros.retarget.config import RetargetConfigError, config_from_dict
 from dynik_ros.retarget.held_gain import held_min_gains
 from dynik_ros.retarget.retargeter import Retargeter
@@ -76,40 +78,17 @@ def test_a_step_with_gain_bounds_is_the_step_with_those_gains():
     rt.config = dataclasses.replace(rt.config, contact=dataclasses.replace(rt.config.contact, held_gain=0.0))
     measurements, _ = rt.motion_measurements(_one_leg_sway(duration=0.3))
     assert all(m.min_gain is None for m in measurements)
-    frames = [t.frame for t in rt.targets.position_targets]
-    row = frames.index("left_ankle_roll_link")
-    bound = np.zeros(3 * (rt.targets.n_position + rt.targets.n_orientation))
-    bound[3 * row : 3 * row + 3] = 40.0
-    faster = TargetSet(
-        [
-            dataclasses.replace(t, position_gain=40.0) if t.frame == "left_ankle_roll_link" else t
-            for t in rt.targets.targets
-        ]
-    )
-    bounded, plain, low = rt.make_ik(), rt.make_ik(), rt.make_ik()
-    gained = DynamicalIK(rt.robot, faster, rt.ik_config(), rt.initial_configuration())
-    for m in measurements[:20]:
-        bounded.step(dataclasses.replace(m, min_gain=bound), 0.01)
-        gained.step(m, 0.01)
-        plain.step(m, 0.01)
-        low.step(dataclasses.replace(m, min_gain=np.full_like(bound, 1.0)), 0.01)
-    assert np.allclose(bounded.q, gained.q, atol=1e-9)
-    assert np.array_equal(low.q, plain.q)
-    assert not np.allclose(bounded.q, plain.q, atol=1e-6)
+    assert_row_field_acts_as_the_target_change(
+        rt, measurements, "left_ankle_roll_link", "min_gain", 40.0, 1.0,
+        lambda t: dataclasses.replace(t, position_gain=40.0),
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("bad", [-1.0, math.nan])
 def test_a_negative_or_non_finite_gain_bound_is_refused(bad):
     rt = Retargeter.from_config("g1")
     m, _ = rt.motion_measurements(_one_leg_sway(duration=0.05))
-    bound = np.zeros(3 * (rt.targets.n_position + rt.targets.n_orientation))
-    bound[4] = bad
-    with pytest.raises(InvalidMeasurementError, match="min_gain"):
-        dataclasses.replace(m[0], min_gain=bound).validate(rt.targets)
-    with pytest.raises(InvalidMeasurementError, match="min_gain"):
-        dataclasses.replace(m[0], min_gain=np.zeros(5)).validate(rt.targets)
-    with pytest.raises(ValueError, match="min_gain"):
-        rt.make_ik().step(dataclasses.replace(m[0], min_gain=bound), 0.01)
+    assert_row_field_refuses(rt, m[0], "min_gain", 0.0, bad)
 
 
 def test_the_smooth_blend_levels_the_sole_with_no_rate_left_at_its_end():

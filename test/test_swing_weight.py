@@ -9,10 +9,9 @@ import math
 
 import numpy as np
 import pytest
+from take_tools import assert_row_field_acts_as_the_target_change, assert_row_field_refuses
 from test_pelvis_reach import _one_leg_sway, _right_stance_sole
 
-from dynik_ros.core.dynamical_ik import DynamicalIK
-from dynik_ros.core.targets import InvalidMeasurementError, TargetSet
 from dynik_ros.io.human_motion import finite_difference_twists
 from dynik_ros.retarget.retargeter import Retargeter
 from dynik_ros.retarget.swing_weight import SWING_HEIGHT, swing_scales
@@ -31,40 +30,17 @@ def test_a_step_with_weight_factors_is_the_step_with_those_weights():
     rt = Retargeter.from_config("g1")
     motion = _one_leg_sway(duration=0.3)
     measurements, _ = rt.motion_measurements(motion)
-    frames = [t.frame for t in rt.targets.position_targets]
-    row = frames.index("left_ankle_roll_link")
-    scale = np.ones(3 * (rt.targets.n_position + rt.targets.n_orientation))
-    scale[3 * row : 3 * row + 3] = 0.25
-    lighter = TargetSet(
-        [
-            dataclasses.replace(t, position_weight=tuple(0.25 * np.ravel(t.position_weight)))
-            if t.frame == "left_ankle_roll_link"
-            else t
-            for t in rt.targets.targets
-        ]
-    )
-    scaled, plain, ones = rt.make_ik(), rt.make_ik(), rt.make_ik()
-    weighted = DynamicalIK(rt.robot, lighter, rt.ik_config(), rt.initial_configuration())
-    for m in measurements[:20]:
-        scaled.step(dataclasses.replace(m, weight_scale=scale), 0.01)
-        weighted.step(m, 0.01)
-        plain.step(m, 0.01)
-        ones.step(dataclasses.replace(m, weight_scale=np.ones_like(scale)), 0.01)
-    assert np.allclose(scaled.q, weighted.q, atol=1e-9)
-    assert np.array_equal(ones.q, plain.q)
-    assert not np.allclose(scaled.q, plain.q, atol=1e-6)
+    assert_row_field_acts_as_the_target_change(
+        rt, measurements, "left_ankle_roll_link", "weight_scale", 0.25, 1.0,
+        lambda t: dataclasses.replace(t, position_weight=tuple(0.25 * np.ravel(t.position_weight))),
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("bad", [-1.0, math.nan])
 def test_a_negative_or_non_finite_weight_factor_is_refused(bad):
     rt = Retargeter.from_config("g1")
     m, _ = rt.motion_measurements(_one_leg_sway(duration=0.05))
-    scale = np.ones(3 * (rt.targets.n_position + rt.targets.n_orientation))
-    scale[4] = bad
-    with pytest.raises(InvalidMeasurementError, match="weight_scale"):
-        dataclasses.replace(m[0], weight_scale=scale).validate(rt.targets)
-    with pytest.raises(InvalidMeasurementError, match="weight_scale"):
-        dataclasses.replace(m[0], weight_scale=np.ones(5)).validate(rt.targets)
+    assert_row_field_refuses(rt, m[0], "weight_scale", 1.0, bad)
 
 
 def _out_of_reach_swing(out: float = 0.6):
