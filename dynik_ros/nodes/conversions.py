@@ -39,6 +39,7 @@ DUPLICATE_NAMES = "duplicate_names"
 WRONG_LENGTHS = "wrong_lengths"
 OUT_OF_ORDER = "out_of_order"
 STALE = "stale"
+UNHANDLED = "unhandled"  # an exception the callback did not expect: counted, logged, never fatal
 UNDECODABLE = "undecodable"  # bytes that are no MultiDOFJointState (rclpy could not deserialize them)
 REJECTION_REASONS = (
     NAN,

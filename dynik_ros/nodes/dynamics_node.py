@@ -43,6 +43,7 @@ from dynik_ros.nodes.common import (
 from dynik_ros.nodes.conversions import (
     REJECTION_REASONS,
     UNDECODABLE,
+    UNHANDLED,
     MessageRejected,
     decode_link_states,
     float_array,
@@ -52,7 +53,7 @@ from dynik_ros.nodes.conversions import (
 from dynik_ros.nodes.dynamics_log import TorqueLog
 from dynik_ros.nodes.node_process import run_node
 
-UNHANDLED, NO_TWISTS = "unhandled", "no_twists"
+NO_TWISTS = "no_twists"
 SHOE_NAN, SHOE_FRAME, SHOE_STAMP = "shoe_nan", "shoe_frame", "shoe_out_of_order"
 LOCAL_REASONS = (
     UNHANDLED, UNDECODABLE, NO_TWISTS, SHOE_NAN, SHOE_FRAME, SHOE_STAMP,

@@ -53,6 +53,7 @@ from dynik_ros.nodes.conversions import (
     NON_ROTATION,
     REJECTION_REASONS,
     UNDECODABLE,
+    UNHANDLED,
     WRONG_LENGTHS,
     LinkStates,
     LinkStatesDecoder,
@@ -67,7 +68,6 @@ from dynik_ros.nodes.ik_start import BACKLOG_FULL, StreamStart
 from dynik_ros.nodes.node_process import run_node
 
 INVALID = "invalid"
-UNHANDLED = "unhandled"  # an exception the callback did not expect: counted, logged, never fatal
 LOCAL_REASONS = (
     INVALID,
     UNHANDLED,

@@ -24,7 +24,7 @@ import numpy as np
 
 from dynik_ros.core.targets import Measurements
 from dynik_ros.nodes.common import wall_time
-from dynik_ros.nodes.conversions import LinkStates
+from dynik_ros.nodes.conversions import UNHANDLED, LinkStates
 
 SETTLE_CHUNK = 1  # IK steps of the settle (0.01 s each) per executor turn: ~3-8 ms wall on G1
 BACKLOG = 2000  # samples kept while the settle runs (16 s at 120 Hz); beyond, the oldest is refused
@@ -92,7 +92,7 @@ class StreamStart:
                         break
             except Exception as exc:  # noqa: BLE001 - as in the sample's callback: counted, never fatal
                 self._settling = self._settled_answer = self._last_ns = None  # the next sample starts over
-                self._reject("unhandled", f"settle: {type(exc).__name__}: {exc}")
+                self._reject(UNHANDLED, f"settle: {type(exc).__name__}: {exc}")
             return
         if self._backlog:
             self._handle(self._backlog.popleft())

@@ -60,6 +60,7 @@ from dynik_ros.nodes.conversions import (
     NAN,
     NON_ROTATION,
     OUT_OF_ORDER,
+    UNHANDLED,
     MessageRejected,
     odometry_msg,
     pose_from_msg,
@@ -73,7 +74,6 @@ BURST_QOS = QoSProfile(
     reliability=ReliabilityPolicy.BEST_EFFORT,
     durability=DurabilityPolicy.VOLATILE,
 )
-UNHANDLED = "unhandled"  # an exception the callback did not expect: counted, logged, never fatal
 OUTLIER_REASON = "outlier"  # beyond the gate of the constant-twist prediction
 
 
