@@ -292,6 +292,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(retarget/held_gain.py)",
     )
     parser.add_argument(
+        "--held-tilt-gain",
+        type=finite(minimum=0.0),
+        metavar="K",
+        help="while a foot is held in contact, the IK gain K of eq. (9) on its tilt (the world x, y of its "
+        "orientation target) is at least K 1/s (0: off; default: the map's contact.held_tilt_gain, 20) "
+        "(retarget/held_gain.py)",
+    )
+    parser.add_argument(
         "--blend-shape",
         choices=("smooth", "linear"),
         help="how the sole turns level after touch-down: smoothstep, no rate left at the end (smooth, the "
@@ -443,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
             "pelvis_reach": None if args.pelvis_reach is None else args.pelvis_reach == "on",
             "swing_weight": args.swing_weight,
             "held_gain": args.held_gain,
+            "held_tilt_gain": args.held_tilt_gain,
             "blend_shape": args.blend_shape,
             "toe": args.toe,
             "floor_rows": None if args.floor_rows is None else args.floor_rows == "on",

@@ -406,6 +406,7 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             "floor_rows",
             "swing_weight",
             "held_gain",
+            "held_tilt_gain",
             "blend_shape",
         ),
     )
@@ -436,6 +437,9 @@ def config_from_dict(data: Any, source: str | Path | None = None) -> RetargetCon
             c.get("swing_weight", ContactSpec.swing_weight), "contact.swing_weight", positive=True
         ),
         held_gain=r.number(c.get("held_gain", ContactSpec.held_gain), "contact.held_gain", minimum=0.0),
+        held_tilt_gain=r.number(
+            c.get("held_tilt_gain", ContactSpec.held_tilt_gain), "contact.held_tilt_gain", minimum=0.0
+        ),
         blend_shape=str(c.get("blend_shape", ContactSpec.blend_shape)),
     )
     if contact.toe not in TOE_MODES:

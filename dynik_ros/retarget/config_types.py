@@ -119,7 +119,8 @@ class ContactSpec:
     1 as it comes down to the ground (:mod:`dynik_ros.retarget.swing_weight`).
 
     ``held_gain`` (1/s; 0: off): while a foot is held in contact, the gain ``K`` of eq. (9) on its height (the
-    world z of its position target) is at least this (:mod:`dynik_ros.retarget.held_gain`). ``blend_shape``:
+    world z of its position target) is at least this, and ``held_tilt_gain`` (1/s; 0: off) on its tilt (the
+    world x and y of its orientation target; :mod:`dynik_ros.retarget.held_gain`). ``blend_shape``:
     how the level blend rises after touch-down, ``smooth`` or ``linear``
     (:mod:`dynik_ros.retarget.scaling`)."""
 
@@ -145,6 +146,7 @@ class ContactSpec:
     floor_rows: bool = True
     swing_weight: float = 1.0
     held_gain: float = 40.0
+    held_tilt_gain: float = 20.0
     blend_shape: str = "smooth"
 
 

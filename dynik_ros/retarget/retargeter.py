@@ -167,6 +167,7 @@ class Retargeter(StreamInput):
         feet_with_ori = [(ori_rows[f.frame], k) for k, f in enumerate(config.feet) if f.frame in ori_rows]
         self._foot_ori_rows = np.array([row for row, _ in feet_with_ori], dtype=int)
         self._foot_ori_feet = np.array([k for _, k in feet_with_ori], dtype=int)
+        self._foot_tilt_rows = [ori_rows.get(f.frame) for f in config.feet]  # contact.held_tilt_gain
         self.contact = FootContact(
             config.feet, config.contact, calibration, self.links, [pos_rows[f.frame] for f in config.feet]
         )
@@ -411,8 +412,11 @@ class Retargeter(StreamInput):
         held = (flags >= 0) & self.config.contact.hold  # contact.swing_weight: feet in the air weigh less
         scales = swing_factors(self.config.contact.swing_weight, self.targets, self._foot_rows, held,
                                target_positions[:, self._foot_rows, 2], self._standing)  # fmt: skip
-        # contact.held_gain: a held foot's height comes down faster (retarget/held_gain.py)
-        min_gains = held_min_gains(self.config.contact.held_gain, self.targets, self._foot_rows, held)
+        # contact.held_gain, held_tilt_gain: a held foot's height comes down, its tilt levels faster
+        # (retarget/held_gain.py)
+        contact = self.config.contact
+        tilt = (contact.held_tilt_gain, self._foot_tilt_rows)
+        min_gains = held_min_gains(contact.held_gain, self.targets, self._foot_rows, held, *tilt)
         out = [
             Measurements(
                 target_positions[k],
