@@ -496,6 +496,8 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
             # floor rows missed: softened, then left out (core/floor_rows.py)
             again = lambda rows: self.qp.resolve(self._lower, self._upper, extra, rows)  # noqa: E731
             solution = extra_terms.floor_checked(self, solution, again)
+            # the stance rows linearised half-way along the step (core/extra_terms.py)
+            solution = extra_terms.stance_secant(self, solution, again, dt)
             # the velocity regularizer's sequential QP (core/regularizers.py)
             resolve = lambda terms: self.qp.resolve(  # noqa: E731
                 self._lower, self._upper, terms, extra_terms.dynamic
@@ -515,6 +517,8 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         else:  # hold: no motion at all this step, and the next solve starts from scratch
             self.stop()
             self.qp.reset_warm_start()
+        if extra_terms is not None:
+            extra_terms.count_step()
         self._reference = measurements
         weighted = self.weights * residual
         self._target_squares = np.einsum("ij,ij->i", *(weighted.reshape(-1, 3),) * 2)

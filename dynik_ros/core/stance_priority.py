@@ -66,6 +66,7 @@ class StancePriority:
             dynamic_rows=other_rows,
         )
         self.state = ""
+        self.taken = False  # this step's solution is nu_1 (:meth:`fallback`, taken by ExtraTerms)
         # steps whose y* is not v*_s / whose priority 1 failed / that took priority 1's nu (fallback)
         self.counts = dict.fromkeys((*STATES[1:], "taken"), 0)
         self._solution: QPSolution | None = None  # this step's priority 1, while its y* is posed
@@ -93,7 +94,6 @@ class StancePriority:
         self._solution = solution
         if not solution.solved:
             self.state = STATES[2]
-            self.counts[self.state] += 1
             self.qp.reset_warm_start()
             return corrected
         centred = corrected.copy()
@@ -102,9 +102,16 @@ class StancePriority:
         centred[rows[active]] = achieved
         met = np.abs(achieved - corrected[rows[active]]).max() <= self.stance.tolerance
         self.state = STATES[0] if met else STATES[1]
-        if not met:
-            self.counts[self.state] += 1
         return centred
+
+    def count_step(self) -> None:
+        """Add the step's outcome (its last :meth:`centre`, whether it took ``nu_1``) to :attr:`counts`, once
+        per step however often the step's rows were posed again (floor rows softened, the stance rows
+        linearised again: :mod:`.extra_terms`)."""
+        if self.state in STATES[1:]:
+            self.counts[self.state] += 1
+        if self.taken:
+            self.counts["taken"] += 1
 
     def fallback(self) -> QPSolution | None:
         """This step's priority-1 solution ``nu_1`` (it meets the stance rows centred on its ``y*``), as the

@@ -17,7 +17,10 @@ and written moves the foot as ``v*`` asks and the step keeps its rule (it was sw
 the trapezoid's carried velocity of every joint). A row that fixes the mean makes ``nu_k = (m - c) / w_0``
 alternate (the trapezoid's ``2 m_k - nu_{k-1}``: Xsens take on G1, 6 % of the joint-steps zig-zag, the stance
 rows yielding on 59 steps), so the history of the columns they act on (base, held legs) restarts at the step's
-mean (:meth:`~.extra_terms.ExtraTerms.held_columns`). ROS-free.
+mean (:meth:`~.extra_terms.ExtraTerms.held_columns`). The foot moves by ``dt J(q_mid) m`` (``q_mid`` half-way
+along the step), not by ``dt J m`` with the step's Jacobian (where the step was predicted to end): where the
+two differ the rows are posed again on ``J(q_mid)`` (:meth:`~.extra_terms.ExtraTerms.stance_secant`).
+ROS-free.
 """
 
 from __future__ import annotations

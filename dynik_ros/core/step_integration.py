@@ -52,14 +52,20 @@ class StepIntegration:
 
     def _predicted_configuration(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
         """``q_{k-1}`` advanced over the step by the predictor: where the step ends, to linearise there."""
-        nb = self.robot.base_dofs
         mean = self._past_velocity_sum(self._predictor)
         self._predicted_mean[:] = mean
-        joints = self.joint_positions + dt * mean[nb:]
+        return self.advanced(mean, dt)
+
+    def advanced(self, mean: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(base position, q)``: ``q_{k-1}`` moved for ``h`` seconds at the mean velocity ``mean`` (mixed
+        ``nu``), as :meth:`_integrate` moves it (base rotation by the exponential, without eq. 14's
+        correction: it is orthonormal to round-off)."""
+        nb = self.robot.base_dofs
+        joints = self.joint_positions + h * mean[nb:]
         if not nb:
             return self.base_position, self.robot.join(self.base_position, self.base_rotation, joints)
-        position = self.base_position + dt * mean[:3]
-        rotation = exp_so3(dt * mean[3:6]) @ self.base_rotation
+        position = self.base_position + h * mean[:3]
+        rotation = exp_so3(h * mean[3:6]) @ self.base_rotation
         return position, self.robot.join(position, rotation, joints)
 
     def integrate_this_step_by_euler(self) -> None:
