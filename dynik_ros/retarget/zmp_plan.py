@@ -19,10 +19,14 @@ of the take on a uniform grid of step ``h`` (``c_ddot`` by central second differ
 with ``r`` a weak CoM reference (the quasi-static plan or the human's scaled CoM) and ``p_ref`` a ZMP
 reference inside the polygons. The height may vary per sample: then ``z_c / g`` becomes
 ``z_k / (g + z_ddot_k)`` (the same cart-table balance of moments with the vertical acceleration given).
-Samples without a polygon (no foot in contact) get no ZMP row: a flight phase is not modelled (the
-cart-table cannot leave the table; the CoM is merely kept smooth there). Solved by OSQP (both axes in one
-problem: a rotated foot couples them); infeasible problems (a polygon narrower than twice the margin, or
-jumps the CoM cannot follow) raise :class:`ZmpPlanError` naming the cause.
+Samples without a polygon (no foot in contact) get no ZMP row but ``c_ddot_k = 0``: nothing on the ground,
+no horizontal force, so the CoM coasts at the velocity it had (a flight's horizontal motion; posed by
+:func:`coasting_basis`, not as rows). Without it the unstable mode of the cart-table
+(``c - p ~ exp(t sqrt(g / z_c))``) was free in such a gap: a plan could let the CoM run off metres from the
+soles with its ZMP on them and jump back within the few samples without contact (the CMU excerpt with
+``--heel-off 0``: CoM 11 m off, 512 m/s across a 42 ms gap). Solved by OSQP (both axes in one problem: a
+rotated foot couples them); infeasible problems (a polygon narrower than twice the margin, or jumps the CoM
+cannot follow) raise :class:`ZmpPlanError` naming the cause.
 """
 
 from __future__ import annotations
@@ -95,6 +99,27 @@ def third_difference(n: int, h: float) -> sp.csr_matrix:
     return sp.csr_matrix((values, (rows, cols)), shape=(n - 3, n))
 
 
+def coasting_basis(coasts: np.ndarray) -> sp.csr_matrix:
+    """``(n, m)`` basis ``T`` of one CoM coordinate, ``c = T y``, with ``c_ddot_k = 0`` wherever
+    ``coasts[k]`` (``c_{k+1} = 2 c_k - c_{k-1}``: no foot down, the CoM coasts); every other sample is a free
+    entry of ``y``. Integer combinations, so a coasting stretch is a straight line to round-off and the QP
+    needs no equality rows for it (as rows beside the ZMP rows, OSQP misreported infeasibility and its
+    polishing failed on the CMU excerpt played 2x slower)."""
+    rows: list[dict[int, float]] = []
+    free = 0
+    for k in range(len(coasts)):
+        if k >= 2 and coasts[k - 1]:
+            row = {j: 2.0 * v for j, v in rows[k - 1].items()}
+            for j, v in rows[k - 2].items():
+                row[j] = row.get(j, 0.0) - v
+        else:
+            row, free = {free: 1.0}, free + 1
+        rows.append(row)
+    indices = [(k, j, v) for k, row in enumerate(rows) for j, v in row.items() if v != 0.0]
+    k, j, v = (np.array(x) for x in zip(*indices, strict=True))
+    return sp.csr_matrix((v.astype(float), (k, j)), shape=(len(coasts), free))
+
+
 def zmp_operator(heights: np.ndarray, h: float, gravity: float = GRAVITY) -> sp.csr_matrix:
     """``(N, N)`` map from one CoM coordinate to its ZMP: ``I - diag(z_k / (g + z_ddot_k)) D2``."""
     n = len(heights)
@@ -150,15 +175,23 @@ def solve_zmp_plan(
 
     zmp = zmp_operator(z, h, gravity)
     jerk = third_difference(n, h)
+    coasts = np.array([0 < k < n - 1 and p is None for k, p in enumerate(grid_polygons)])
+    basis = coasting_basis(coasts)  # c = basis @ y per axis (no foot down: c_ddot = 0, module docstring)
+    m = basis.shape[1]
     block = (
         spec.jerk_weight * (jerk.T @ jerk)
         + spec.tracking_weight * sp.identity(n)
         + spec.zmp_weight * (zmp.T @ zmp)
     ) * h
+    block = basis.T @ block @ basis
     hessian = sp.block_diag((block, block), format="csc")
     gradient = -h * np.concatenate(
-        [spec.tracking_weight * r[:, a] + spec.zmp_weight * (zmp.T @ p_ref[:, a]) for a in range(2)]
+        [
+            basis.T @ (spec.tracking_weight * r[:, a] + spec.zmp_weight * (zmp.T @ p_ref[:, a]))
+            for a in range(2)
+        ]
     )
+    zmp_of_free = (zmp @ basis).tocsr()
     rows, lower, upper = [], [], []
     for k, polygon in enumerate(grid_polygons):
         if polygon is None:
@@ -170,7 +203,7 @@ def solve_zmp_plan(
                 f"support polygon at t = {grid[k]:.3f} s is narrower than twice the margin "
                 f"({spec.margin:g} m)"
             )
-        row = zmp.getrow(k)
+        row = zmp_of_free.getrow(k)
         for (ax, ay), b in zip(normals, offsets, strict=True):
             rows.append(sp.hstack((ax * row, ay * row)))
             upper.append(b)
@@ -179,8 +212,8 @@ def solve_zmp_plan(
         raise ZmpPlanError("no sample has a foot in contact: nothing to balance on")
     rest = []
     for a, b in ((0, 1), (1, 2), (n - 3, n - 2), (n - 2, n - 1)):
-        e = sp.csr_matrix(([1.0, -1.0], ([0, 0], [a, b])), shape=(1, n))
-        rest += [sp.hstack((e, sp.csr_matrix((1, n)))), sp.hstack((sp.csr_matrix((1, n)), e))]
+        e = sp.csr_matrix(([1.0, -1.0], ([0, 0], [a, b])), shape=(1, n)) @ basis
+        rest += [sp.hstack((e, sp.csr_matrix((1, m)))), sp.hstack((sp.csr_matrix((1, m)), e))]
     constraints = sp.vstack(rows + rest, format="csc")
     lower = np.concatenate((lower, np.zeros(len(rest))))
     upper = np.concatenate((upper, np.zeros(len(rest))))
@@ -193,7 +226,7 @@ def solve_zmp_plan(
     status = str(result.info.status)
     if result.x is None or not np.all(np.isfinite(result.x)) or status != "solved":
         raise ZmpPlanError(f"the ZMP plan is infeasible or unsolved (OSQP: {status})")
-    c = np.column_stack((result.x[:n], result.x[n:]))
+    c = np.column_stack((basis @ result.x[:m], basis @ result.x[m:]))
     p = np.column_stack([zmp @ c[:, a] for a in range(2)])
     distance = np.full(n, np.nan)
     for k, polygon in enumerate(grid_polygons):
@@ -220,7 +253,7 @@ def solve_zmp_plan(
 
 
 def relaxed_plan(
-    times, polygons, com_height, reference, zmp_reference=None, spec: ZmpPlanSpec | None = None, widest=0.2
+    times, polygons, com_height, reference, zmp_reference=None, spec: ZmpPlanSpec | None = None, widest=0.3
 ) -> ZmpPlan:
     """:func:`solve_zmp_plan`, or when it has no solution the plan with the largest margin that has one,
     found by bisection down to ``spec.margin - widest`` (a negative margin enlarges the polygons; to 1 mm):
