@@ -151,6 +151,29 @@ def test_one_sample_at_a_time_with_the_robot_configuration_holds_the_foot_as_off
     assert slides["robot"] < 0.004 < 0.008 < slides["human"], slides
 
 
+@pytest.mark.parametrize("settle", [0.0, 1.0])
+def test_a_sparse_stream_moves_the_holds_as_the_offline_run_does(settle):
+    """The quick step at 30 Hz (two IK steps a sample, :mod:`.ik_steps`) on the slow-legged G1: ik_node's path
+    without ROS (:func:`stream_path`, every step of a sample computed when it comes, with the configuration
+    the IK has then) and ``retarget_motion`` (the steps' targets replayed as the IK goes) read the robot's
+    soles at the same configuration, the last sample's (the first: the one the IK starts from, before the
+    settle): the same holds moved by the same amounts, the same path (1e-6). Before, the offline run read
+    the configuration before every step: 0.0047 / 0.0020 rad apart here (settle 0 / 1), 0.046 rad on the CMU
+    excerpt."""
+    from dynik_ros.retarget.stream_input import stream_path
+
+    motion = _quick_step(rate=30.0)
+    stream = _slow_g1("robot")
+    q, _, contacts, _ = stream_path(stream, motion, settle=settle)
+    offline = _slow_g1("robot")
+    result = offline.retarget_motion(motion, settle=settle, evaluate=False)
+    moved = [shift for _, _, shift, _ in stream.contact.reanchors]
+    assert max(moved) > 0.008  # the legs lag: holds moved by centimetres
+    np.testing.assert_allclose(moved, [shift for _, _, shift, _ in result.anchor_shifts], atol=1e-9)
+    np.testing.assert_array_equal(contacts, result.contacts)
+    np.testing.assert_allclose(q[1:], result.q[1:], atol=1e-6)
+
+
 def test_a_stream_remembers_the_last_moved_holds_and_an_offline_take_every_one(monkeypatch):
     """``ik_node``'s retargeter lives as long as the stream: with ``anchor: robot`` it logged every moved
     hold (one per contact: +20 per 11 s of walking, ~1 MB an hour, deep-copied at every re-base), unbounded.

@@ -506,9 +506,10 @@ class IKNode(
             time = (links.stamp_ns - self._first_ns) * 1e-9
             if self._first_step is not None and self._last_ns is not None:
                 self._step_first_sample(time, links)
-            # the IK's configuration as the last step left it: with contact.anchor robot a foot turning
-            # flat in contact is held where the robot's sole is (retarget/robot_anchor.py)
-            robot_q = None if self._last_ns is None else self.ik.q
+            # the IK's configuration as the last step left it (the first sample: the one it starts from, as
+            # offline): with contact.anchor robot a foot turning flat in contact is held where the robot's
+            # sole is (retarget/robot_anchor.py)
+            robot_q = self.retargeter.initial_configuration() if self._last_ns is None else self.ik.q
             # a sample further than max_step from the last: the steps between, as offline (stream_input.py)
             last = self.retargeter.last_sample_time
             steps = self.retargeter.stream_measurements(

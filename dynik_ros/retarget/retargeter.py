@@ -518,8 +518,6 @@ class Retargeter(StreamInput):
         if n != len(measurements):
             raise ValueError(f"{n} times for {len(measurements)} measurements")
         ik = ik or self.make_ik()
-        if settle > 0 and n:
-            self.settle(ik, measurements[0], settle)
         dts = np.diff(times)
         if np.any(dts <= 0):
             raise ValueError("sample times must increase strictly")
@@ -540,9 +538,13 @@ class Retargeter(StreamInput):
             replay.start()
             measurements = list(measurements)  # the feet's rows replaced as the robot's soles land
             frames = [f.frame for f in self.config.feet]
+            if n:  # the first sample reads the configuration the IK starts from, before the settle on it
+                measurements[0] = replay.measurement(0, measurements[0], robot, frames, ik.q)
+        if settle > 0 and n:
+            self.settle(ik, measurements[0], settle)
         for k in range(n):
             start = time.perf_counter()
-            if replay is not None:
+            if replay is not None and k:
                 measurements[k] = replay.measurement(k, measurements[k], robot, frames, ik.q)
             steps = max(1, math.ceil(float(dts[k]) / max_step - 1e-9)) if k else 1
             for j in range(1, steps):  # a sparse take (30 Hz played 3x slower): smaller IK steps between

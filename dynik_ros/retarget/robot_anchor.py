@@ -17,10 +17,16 @@ there would stop the step short and leave the touch-down blend's tilt to pull it
 flat sample it has had ``blend_time`` to get there, and the slide figures start then.
 
 Offline the targets are computed before the IK runs (the balance plans need the whole take), so
-:meth:`Retargeter.run` replays the feet's contact rules sample by sample (:class:`RobotAnchoredFeet`) from the
-state and the raw inputs :meth:`Retargeter.compute` kept, with the IK's configuration at each sample; the
-contact flags do not change (they are the human's), only the held feet's targets. Online
-(``Retargeter.measurements(..., robot_q=ik.q)``, ``ik_node``) the same rule runs in the one pass.
+:meth:`Retargeter.run` replays the feet's contact rules step by step (:class:`RobotAnchoredFeet`) from the
+state and the raw inputs :meth:`Retargeter.compute` kept; the contact flags do not change (they are the
+human's), only the held feet's targets. Online (``Retargeter.stream_measurements(..., robot_q=ik.q)``,
+``ik_node``) the same rule runs in the one pass.
+
+Which configuration: the IK's as it was when the last measured sample was reached, for every IK step up to
+and including the next sample. A stream can know no other: a sparse stream's steps between two samples
+(:mod:`.ik_steps`) are computed together when the later sample arrives, all with the configuration the IK
+has then. Offline uses the same one, so a stream and the offline run of a take write the same path
+(``test_stream_steps``); on a dense take (no steps between samples) it is the previous step's.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ class RobotAnchoredFeet:
         self.orientation_rows = np.asarray(orientation_rows, dtype=int)
         self.orientation_feet = np.asarray(orientation_feet, dtype=int)
         n, n_feet = len(self.times), len(self.rows)
+        self._q_at_sample: np.ndarray | None = None  # the configuration the rule reads (module docstring)
         self.flags = np.full((n, n_feet), -1, dtype=int)
         self.flat = np.zeros((n, n_feet), dtype=bool)
         self.on_toe = np.zeros((n, n_feet), dtype=bool)
@@ -81,6 +88,7 @@ class RobotAnchoredFeet:
     def start(self) -> None:
         """Back to the contact states before the take (a new run of the same targets)."""
         self.contact = deepcopy(self._initial)
+        self._q_at_sample = None
 
     def matches(self, times: np.ndarray) -> bool:
         """Whether ``times`` are this call's samples (``run`` was given the targets it computed)."""
@@ -88,11 +96,15 @@ class RobotAnchoredFeet:
         return times.shape == self.times.shape and bool(np.array_equal(times, self.times))
 
     def measurement(self, k: int, m: Measurements, robot, frames, q: np.ndarray) -> Measurements:
-        """Sample ``k`` of the take: ``m`` (its measurement from ``compute``, balance added) with the feet's
-        rows from the contact rules run with the robot's soles at ``q`` (a new object when they differ)."""
+        """Row ``k`` of the take: ``m`` (its measurement from ``compute``, balance added) with the feet's
+        rows from the contact rules run with the robot's soles; ``q``: the IK's configuration now (before
+        row ``k``'s step), read when row ``k - 1`` is a measured sample, else the one read then (module
+        docstring). A new object when the rows differ."""
+        if self._q_at_sample is None or self.human.measured[k - 1]:
+            self._q_at_sample = np.array(q, dtype=float)
         position, velocity = self.positions[k].copy(), self.velocities[k].copy()
         rotation, omega = self.rotations[k].copy(), self.omegas[k].copy()
-        robot_sole = robot_sole_reader(robot, frames, q)
+        robot_sole = robot_sole_reader(robot, frames, self._q_at_sample)
         for f in range(len(self.rows)):
             self.contact.advance(
                 f, k, self.human, position[f], velocity[f], rotation, omega,
