@@ -244,6 +244,8 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         ``rho`` as it solves) and the branch-recovery shadow rebuilt when next needed."""
         self._start_at(q0)
         self.qp.restart()
+        if self.extra is not None:
+            self.extra.restart()
         self._shadow = None
 
     def _start_at(self, q0: np.ndarray | None) -> None:

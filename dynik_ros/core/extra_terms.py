@@ -92,6 +92,13 @@ class ExtraTerms:
             raise ValueError(f"contacts must hold {balance.n_support} flags, got shape {np.shape(contacts)}")
         balance.observe(kinematics.model, kinematics.data, contacts)
 
+    def restart(self) -> None:
+        """As just constructed (``DynamicalIK.reset``): priority 1's OSQP restarted too (it adapts its
+        ``rho`` as it solves: a reset IK with hard stance rows drifted 1.7e-3 rad from a new one on the CMU
+        excerpt)."""
+        if self.priority is not None:
+            self.priority.restart()
+
     def held_columns(self) -> np.ndarray | None:
         """The columns of ``nu`` this step's stance rows act on (``None``: no foot in contact): the base and
         the legs of the feet in contact, whose history the integration restarts at the step's mean the rows

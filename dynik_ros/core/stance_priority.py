@@ -104,6 +104,13 @@ class StancePriority:
         self.state = STATES[0] if met else STATES[1]
         return centred
 
+    def restart(self) -> None:
+        """As just constructed: a fresh OSQP (:meth:`VelocityQP.restart`), no step's solution kept."""
+        self.qp.restart()
+        self.state = ""
+        self.taken = False
+        self._solution = None
+
     def count_step(self) -> None:
         """Add the step's outcome (its last :meth:`centre`, whether it took ``nu_1``) to :attr:`counts`, once
         per step however often the step's rows were posed again (floor rows softened, the stance rows
