@@ -71,10 +71,12 @@ def test_sole_polygon_widens_the_heel_toe_line():
     assert sole_polygon(line, 0.0) == line  # no width: the points once (no doubled floor rows)
 
 
-def test_balanced_walk_keeps_the_com_over_the_feet_of_the_written_trajectory(tmp_path):
+@pytest.mark.parametrize("swing", [[], ["--swing-weight", "0.1"]])
+def test_balanced_walk_keeps_the_com_over_the_feet_of_the_written_trajectory(tmp_path, swing):
     """dynik-retarget --balance on 3 s of the synthetic walk (G1): the CoM of every written q with a foot in
     contact is >= 1 cm inside the polygon of the feet in contact at that q (recomputed here from the
-    written trajectory with pinocchio); without --balance it is not."""
+    written trajectory with pinocchio); without --balance it is not. With ``--swing-weight 0.1`` too: the
+    plan keeps the feet's weights (a light swing foot landed behind the target the CoM was led to)."""
     from dynik_ros.cli.retarget import main
     from dynik_ros.retarget.registry import load_robot
 
@@ -85,7 +87,7 @@ def test_balanced_walk_keeps_the_com_over_the_feet_of_the_written_trajectory(tmp
     for balance in (False, True):
         out = tmp_path / ("balanced" if balance else "plain")
         args = ["--motion", "walking", "--duration", "3", "--rate", "100", "--robot", "g1", "--out", str(out)]
-        args += ["--no-bag", "--quiet"] + (["--balance"] if balance else [])
+        args += ["--no-bag", "--quiet", *swing] + (["--balance"] if balance else [])
         assert main(args) == 0
         data = np.load(out / "retarget.npz")
         q, contacts = data["q"], data["contacts"]

@@ -410,7 +410,9 @@ class Retargeter(StreamInput):
         target_omegas[:, self._foot_ori_rows] = foot_omegas[:, self._foot_ori_feet]
         stance = self.contact.flat  # the feet flat in contact: rows of the QP with contact.stance = hard
         held = (flags >= 0) & self.config.contact.hold  # contact.swing_weight: feet in the air weigh less
-        scales = swing_factors(self.config.contact.swing_weight, self.targets, self._foot_rows, held,
+        # (not with a balance plan: it leads the CoM to where the swing foot lands, swing_weight.py)
+        swing = 1.0 if self.config.balance.enabled else self.config.contact.swing_weight
+        scales = swing_factors(swing, self.targets, self._foot_rows, held,
                                target_positions[:, self._foot_rows, 2], self._standing)  # fmt: skip
         # contact.held_gain, held_tilt_gain: a held foot's height comes down, its tilt levels faster
         # (retarget/held_gain.py)

@@ -12,6 +12,11 @@ keeps its weight (with all three rows scaled the feet in the air dipped 2-72 mm 
 table). The factors go to the IK per sample (``Measurements.weight_scale``). A lighter foot lands off the
 human's footprint: with the hold where the human's foot landed it is then dragged there (a slide), so it goes
 with ``contact.anchor: robot``.
+
+Not with a balance plan (``balance.enabled``, ``dynik-retarget --balance``, ``ik_node balance:=true``): the
+plan leads the CoM to where the swing foot's target lands, and a light swing foot lands behind it (G1's
+synthetic walk at 60 Hz through ``ik_node``: the CoM under 1 cm inside the feet on 30 samples, three after
+each landing; the MuJoCo walks on the ZMP plan fell), so the feet keep their weights there.
 """
 
 from __future__ import annotations
