@@ -277,7 +277,7 @@ class ExtraTerms:
         for _ in range(SECANT_PASSES):
             if not solution.solved:
                 break
-            mean = float(ik._corrector[0]) * solution.nu + ik._carried_velocity
+            mean = ik.step_mean(solution.nu)
             base, q_mid = ik.advanced(mean, 0.5 * dt)
             self._secant.update_jacobian(q_mid)
             secant = (self._secant.stacked_jacobian(base)[rows] - jacobian[rows]) @ mean

@@ -79,6 +79,11 @@ class StepIntegration:
         self.integrate_this_step_by_euler()
         self._fell_back = True
 
+    def step_mean(self, nu: np.ndarray) -> np.ndarray:
+        """The mean velocity the step integrates with the QP's ``nu``: its corrector weight times ``nu`` plus
+        the part carried from the history (:meth:`_plan_integration`)."""
+        return self._corrector[0] * nu + self._carried_velocity
+
     def _integrate(self, nu: np.ndarray, dt: float, held: np.ndarray | None = None) -> None:
         """Integrate mixed ``nu`` over ``dt`` (sec. 3.3): ``p_B`` and ``s`` linearly, ``R_B`` by eq. (14).
 
@@ -89,7 +94,7 @@ class StepIntegration:
         foot's leg, :mod:`.stance_rows`): their history restarts at that mean.
         """
         nb = self.robot.base_dofs
-        mean = self._corrector[0] * nu + self._carried_velocity
+        mean = self.step_mean(nu)
         if nb:
             self.base_position = self.base_position + dt * mean[:3]
             self.base_rotation = integrate_rotation(
