@@ -190,6 +190,15 @@ def diagnose(path: Path, robot: str, extra: list[str]) -> list[str]:
     return [f"exit {code}"] + lines
 
 
+def split_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """This script's own arguments (before ``--``) and the ``dynik-retarget`` options after it. An
+    ``argparse.REMAINDER`` positional after the optional FILE took everything behind FILE, ``--robot`` and
+    ``--time-scale`` included: the header named the default robot while the run was another's."""
+    argv = list(argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    return parser.parse_args(argv[:cut]), argv[cut + 1 :]
+
+
 def main(argv: list[str] | None = None) -> int:
     from real_captures import CAPTURES, EXCERPT
 
@@ -200,9 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", type=Path, metavar="DIR")
     parser.add_argument("--robots", nargs="+", default=["g1", "icub", "talos", "talos:3"])
     parser.add_argument("--captures", nargs="+", help="file names of CAPTURES to run (default all)")
-    parser.add_argument("extra", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
-    extra = [x for x in args.extra if x != "--"]
+    args, extra = split_arguments(parser, sys.argv[1:] if argv is None else argv)
     if args.table is None:
         scale = ["--time-scale", str(args.time_scale)] if args.time_scale else []
         print(f"== {args.file} {args.robot}: " + "\n".join(diagnose(args.file, args.robot, extra + scale)))
