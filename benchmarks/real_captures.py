@@ -307,7 +307,7 @@ def capture_table(directory: Path, robots: list[str], options: list[str] | None 
     missed = {True: 0, False: 0}
     missed_ground = {True: 0, False: 0}  # rows whose only miss is the on-the-ground target
     rows_of = {True: 0, False: 0}
-    absent = []
+    absent, failed = [], []  # failed: rows whose dynik-retarget verdict is not OK (exit 1)
     for walks in (True, False):
         print("\n" + ("Walking captures (the targets apply):" if walks else "Other motions (reported):"))
         print(header)
@@ -323,12 +323,15 @@ def capture_table(directory: Path, robots: list[str], options: list[str] | None 
                 args = list(extra) + (["--time-scale", scale] if scale else []) + list(options or [])
                 code, rows, _ = retarget(path, robot, args)
                 line, ok = table_row(label, robot + (f" (x{scale} slower)" if scale else ""), code, rows)
+                if rows.get("result", "OK") != "OK":
+                    failed.append(f"{label} on {entry}: {rows['result']}")
                 missed[walks] += not ok
                 missed_ground[walks] += line.endswith("| missed: on the ground |")
                 rows_of[walks] += 1
                 print(line, flush=True)
     if absent:
         print(f"\nnot found in {directory}: {', '.join(absent)}")
+    print("\ndynik-retarget's verdict: " + ("OK on every row" if not failed else "\n  ".join(["", *failed])))
     print(
         f"\ntargets: flat tilt <= {TARGET_TILT_DEG:g} deg, slide <= {TARGET_SLIDE_MM:g} mm per contact "
         f"(on the toes: toe slide <= {TARGET_SLIDE_MM:g} mm, roll <= {TARGET_TILT_DEG:g} deg), below ground "

@@ -11,7 +11,9 @@ import numpy as np
 
 from dynik_ros.io.human_motion import HumanMotion
 from dynik_ros.retarget.foot_figures import foot_figures, toe_flags
+from dynik_ros.retarget.runaway import runaway
 from dynik_ros.retarget.smoothness import smoothness
+from dynik_ros.retarget.trajectory_errors import frame_positions
 
 LIMIT_TOLERANCE = 1e-6  # rad
 LOWER_BODY = ("Pelvis", "UpperLeg", "LowerLeg", "Foot", "Toe")  # the root and legs; the rest is upper body
@@ -68,13 +70,20 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         [any(k in retargeter.config.target(f).link for k in LOWER_BODY) for f in frames], dtype=bool
     )
     per_target = 1.0 - np.cos(result.orientation_error)  # eq. (15) per target: tr(I - R^T R*) / 2
+    # the position targets against the written configurations (forward kinematics): the verdict's figures
+    pos_frames = [t.frame for t in retargeter.targets.position_targets]
+    targets = np.asarray(result.position_targets, dtype=float).reshape(len(result.q), len(pos_frames), 3)
+    distance = np.linalg.norm(targets - frame_positions(robot, result.q, pos_frames), axis=2)
+    root = retargeter.config.root.frame
+    base_errors = distance[:, pos_frames.index(root)] if robot.floating_base and root in pos_frames else None
     stats = {
         "mnte_mean": float(result.mnte.mean()),
         "mnte_upper_body_mean": float(per_target[:, ~legs].mean()) if (~legs).any() else float("nan"),
         "mnte_legs_mean": float(per_target[:, legs].mean()) if legs.any() else float("nan"),
         "mnte_p95": float(np.percentile(result.mnte, 95)),
         "angular_velocity_rmse": float(result.angular_velocity_rmse.mean()),
-        "position_rmse": float(result.position_rmse.mean()),
+        "position_rmse": float(np.sqrt(np.mean(distance**2, axis=1) / 3.0).mean()) if pos_frames else 0.0,
+        "base_error_max": float(base_errors.max()) if base_errors is not None else float("nan"),
         "max_orientation_error_deg": float(ori_deg.max()) if ori_deg.size else 0.0,
         "min_limit_margin_deg": math.degrees(float(moving_margin.min())) if margin.size else float("inf"),
         "limit_violation_rad": violation,
@@ -95,17 +104,22 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         stats[f"foot_{figures.side}_penetration_max_mm"] = figures.penetration_max_mm
         stats[f"foot_{figures.side}_above_flat_max_mm"] = figures.above_flat_max_mm
         stats[f"foot_{figures.side}_slide_max_mm"] = figures.slide_max_mm
-    ok = finite and violation <= LIMIT_TOLERANCE and speed_breaches == 0
-    verdict = (
-        "OK"
-        if ok
-        else "FAILED: "
-        + (
-            "NaN in output"
-            if not finite
-            else ("joint limit left" if violation > LIMIT_TOLERANCE else "velocity limit exceeded")
+    failures = (
+        ["NaN in output"]
+        if not finite
+        else runaway(
+            stats["position_rmse"],
+            base_errors,
+            [(f.side, float(np.nanmax([f.slide_max_mm, f.toe_slide_max_mm]))) for f in feet],
+            retargeter.calibration.robot_root_height,
         )
     )
+    if violation > LIMIT_TOLERANCE:
+        failures.append("joint limit left")
+    if speed_breaches:
+        failures.append("velocity limit exceeded")
+    ok = not failures
+    verdict = "OK" if ok else "FAILED: " + "; ".join(failures)
     duration = float(motion.times[-1] - motion.times[0]) if len(motion) > 1 else 0.0
     lines = [
         f"dynik-retarget: {retargeter.config.name} <- {motion.source} "
@@ -125,6 +139,8 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         f"{stats['mnte_legs_mean']:.2e}",
         f"{'angular-velocity RMSE, eq. (16): mean':<44} {stats['angular_velocity_rmse']:.3f} rad/s",
         f"{'position RMSE: mean':<44} {1e3 * stats['position_rmse']:.1f} mm",
+        f"{'base from its target: max':<44} "
+        + (f"{1e3 * stats['base_error_max']:.1f} mm ({root})" if base_errors is not None else "-"),
         f"{'largest orientation error (link)':<44} {stats['max_orientation_error_deg']:.1f} deg "
         f"({worst_link})",
         f"{'smallest joint-limit margin (joint)':<44} {stats['min_limit_margin_deg']:.2f} deg "

@@ -80,6 +80,7 @@ class RetargetResult:
     mnte: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (N,) eq. (15)
     angular_velocity_rmse: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (N,) eq. (16)
     position_rmse: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (N,)
+    position_targets: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))  # (N, n_p, 3) solved to
     orientation_error: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (N, n_o) rad
     foot_positions: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))  # (N, n_feet, 3) achieved
     contact_points: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))  # achieved, NaN if none
@@ -571,7 +572,13 @@ class Retargeter(StreamInput):
         else:
             empty = np.zeros((0, n_feet, 3))
             errors = TrajectoryErrors(
-                np.zeros(0), np.zeros(0), np.zeros(0), np.zeros((0, self.targets.n_orientation)), empty, empty
+                np.zeros(0),
+                np.zeros(0),
+                np.zeros(0),
+                np.zeros((0, self.targets.n_position, 3)),
+                np.zeros((0, self.targets.n_orientation)),
+                empty,
+                empty,
             )
         return RetargetResult(
             times=times,
@@ -584,6 +591,7 @@ class Retargeter(StreamInput):
             mnte=errors.mnte,
             angular_velocity_rmse=errors.angular_velocity_rmse,
             position_rmse=errors.position_rmse,
+            position_targets=errors.position_targets,
             orientation_error=errors.orientation_error,
             foot_positions=errors.foot_positions,
             contact_points=errors.contact_points,

@@ -10,7 +10,8 @@ joints the target frames hang on are placed for all samples at once, along the c
 
 * MNTE (eq. 15): mean over the orientation targets of ``tr(I - R^T R*) / 2``;
 * angular-velocity RMSE (eq. 16): ``sqrt(mean_j |omega_j - omega*_j|^2 / 3)``;
-* position RMSE: root mean square over the position targets and axes;
+* position RMSE: root mean square over the position targets and axes (the targets themselves are kept:
+  ``dynik-retarget``'s verdict measures the written trajectory against them, :func:`frame_positions`);
 * orientation error per target: ``arccos((tr(R^T R*) - 1) / 2)``.
 """
 
@@ -33,6 +34,7 @@ class TrajectoryErrors:
     mnte: np.ndarray  # (N,)
     angular_velocity_rmse: np.ndarray  # (N,), NaN where the measurement had no angular velocities
     position_rmse: np.ndarray  # (N,)
+    position_targets: np.ndarray  # (N, n_p, 3) the position targets the trajectory was solved against
     orientation_error: np.ndarray  # (N, n_o) rad
     foot_positions: np.ndarray  # (N, n_feet, 3)
     contact_points: np.ndarray  # (N, n_feet, 3), NaN without contact
@@ -62,14 +64,7 @@ def trajectory_errors(
     placements, omegas = joint_kinematics(model, np.asarray(q, float), np.asarray(v, float), joints)
 
     def frame_poses(ids: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        cols = [column[model.frames[i].parentJoint] for i in ids]
-        local = np.array([model.frames[i].placement.homogeneous for i in ids]).reshape(-1, 4, 4)
-        joint = placements[:, cols]
-        r_joint = joint[:, :, :3, :3]
-        rotation = r_joint @ local[:, :3, :3]
-        position = joint[:, :, :3, 3] + np.einsum("nfij,fj->nfi", r_joint, local[:, :3, 3])
-        omega = omegas[:, cols]
-        return rotation, position, omega
+        return _frame_poses(model, placements, omegas, column, ids)
 
     r_model, _, w_model = frame_poses(ori_frames)
     _, p_model, _ = frame_poses(pos_frames)
@@ -96,7 +91,33 @@ def trajectory_errors(
                 rotation, position, _ = frame_poses([foot_ids[f]])
                 lever = sole[contacts[rows, f]]
                 points[rows, f] = position[rows, 0] + np.einsum("nij,nj->ni", rotation[rows, 0], lever)
-    return TrajectoryErrors(mnte, angular_rmse, position_rmse, orientation_error, p_feet, points)
+    return TrajectoryErrors(mnte, angular_rmse, position_rmse, p_meas, orientation_error, p_feet, points)
+
+
+def _frame_poses(
+    model: pin.Model, placements: np.ndarray, omegas: np.ndarray, column: dict[int, int], ids: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """World rotations ``(N, F, 3, 3)``, positions ``(N, F, 3)`` and angular velocities ``(N, F, 3)`` of the
+    frames ``ids``, rigidly on their joints' ``placements`` / ``omegas`` (columns ``column[joint]``):
+    ``oMf = oMi iMf``."""
+    cols = [column[model.frames[i].parentJoint] for i in ids]
+    local = np.array([model.frames[i].placement.homogeneous for i in ids]).reshape(-1, 4, 4)
+    joint = placements[:, cols]
+    r_joint = joint[:, :, :3, :3]
+    rotation = r_joint @ local[:, :3, :3]
+    position = joint[:, :, :3, 3] + np.einsum("nfij,fj->nfi", r_joint, local[:, :3, 3])
+    return rotation, position, omegas[:, cols]
+
+
+def frame_positions(robot: RobotModel, q: np.ndarray, frames: Sequence[str]) -> np.ndarray:
+    """World positions ``(N, F, 3)`` of the named ``frames`` for ``N`` configurations ``q`` (all samples at
+    once, :func:`joint_kinematics`)."""
+    model = robot.model
+    q = np.asarray(q, dtype=float)
+    ids = [robot.frame_id(f) for f in frames]
+    joints = sorted({model.frames[i].parentJoint for i in ids})
+    placements, omegas = joint_kinematics(model, q, np.zeros((len(q), model.nv)), joints)
+    return _frame_poses(model, placements, omegas, {j: c for c, j in enumerate(joints)}, ids)[1]
 
 
 _AXES = {"X": np.array((1.0, 0.0, 0.0)), "Y": np.array((0.0, 1.0, 0.0)), "Z": np.array((0.0, 0.0, 1.0))}
