@@ -225,6 +225,25 @@ def test_a_killed_runner_leaves_no_node_process(runner):
     assert _wait_gone(pids) == [], [open(f"/proc/{p}/cmdline").read() for p in pids if not _gone(p)]
 
 
+def test_a_killed_runner_leaves_no_node_process_even_one_that_cannot_stop(runner):
+    """A child that cannot act on the kernel's SIGTERM: once in a full suite on the loaded machine
+    wearable_node, its main thread blocked in the middleware, logged nothing after the runner's death and was
+    still running 120 s later (ik_node had stopped at once). Stopped here with SIGSTOP, it cannot run its
+    handler either; the runner's guard (cli/orphan_guard.py) kills it after its grace, while ik_node still
+    stops cleanly by itself."""
+    from dynik_ros.cli.orphan_guard import GRACE
+
+    run = runner(*ENDLESS)
+    assert run.wait_for("every node active"), run.output
+    pids = run.child_pids()
+    wedged = int(re.search(r"started wearable_node \(pid (\d+)\)", run.output).group(1))
+    os.kill(wedged, signal.SIGSTOP)
+    run.proc.send_signal(signal.SIGKILL)  # the runner only, not its group
+    run.proc.wait(60)
+    assert _wait_gone([p for p in pids if p != wedged]) == []  # its own SIGTERM, no guard needed
+    assert _wait_gone([wedged], timeout=GRACE + 60.0) == [], "the wedged child outlived the guard's grace"
+
+
 def test_the_runner_waits_for_the_bridges_own_count_not_the_commands_on_the_wire(ros):
     """A bridge repeats its last command between inputs (100 Hz against 60 Hz): counting commands on the
     wire ended a run while a bridge in another process still had IK outputs queued (54 of 60 fresh)."""

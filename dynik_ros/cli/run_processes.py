@@ -14,7 +14,9 @@ from those summaries; latencies use each process's CLOCK_MONOTONIC, one clock on
 
 No orphans: the children share this process's group (a terminal's Ctrl-C reaches them too and they stop
 cleanly), every exit path of this process stops them (SIGINT, then SIGKILL after ``STOP_TIMEOUT``), and on
-Linux each child gets SIGTERM if this process dies without cleaning up (``PR_SET_PDEATHSIG``).
+Linux each child gets SIGTERM if this process dies without cleaning up (``PR_SET_PDEATHSIG``); a child that
+cannot act on it (its main thread blocked in the middleware) is killed by the guard
+(:mod:`dynik_ros.cli.orphan_guard`) after its grace.
 """
 
 from __future__ import annotations
@@ -163,6 +165,7 @@ class MultiProcessRunner(PipelineRunner):
         self.layout = layout
         self.groups = process_groups(pipeline, layout)
         self.children: list[Child] = []
+        self.guard: subprocess.Popen | None = None  # orphan_guard.py, once the children are started
         self.interrupted = ""
 
     # ----------------------------------------------------------------- set-up
@@ -246,6 +249,15 @@ class MultiProcessRunner(PipelineRunner):
             child = Child(group, workdir, params, env)
             self.children.append(child)
             self.log(f"  started {child.label} (pid {child.proc.pid})")
+        from dynik_ros.cli.orphan_guard import start_time
+
+        pids = [f"{c.proc.pid}:{start_time(c.proc.pid)}" for c in self.children if start_time(c.proc.pid)]
+        self.guard = subprocess.Popen(  # no PR_SET_PDEATHSIG: it outlives this process by design
+            [sys.executable, "-m", "dynik_ros.cli.orphan_guard", str(os.getpid()), *pids],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,  # a terminal's Ctrl-C is this process's to handle, not the guard's
+        )
 
     def _child_of(self, name: str) -> Child:
         return next(c for c in self.children if any(e.name == name for e in c.entries))
@@ -435,6 +447,9 @@ class MultiProcessRunner(PipelineRunner):
             codes[child.label] = child.stop()
             if codes[child.label] != 0:
                 self.log(f"  {child.label} exited {codes[child.label]}; log:\n{child.tail()}")
+        if self.guard is not None:  # every child stopped here: nothing left to guard
+            self.guard.terminate()
+            self.guard.wait()
         return codes
 
     def _read_summaries(self, codes: Mapping[str, int]) -> dict[str, Any]:
