@@ -552,3 +552,24 @@ def test_a_reset_ik_steps_as_a_new_one(stance):
     ik.reset(rt.initial_configuration())
     again = rt.run(times, measurements, ik=ik, evaluate=False, contacts=contacts).q
     np.testing.assert_array_equal(again, first)
+
+
+@pytest.mark.parametrize("integration", ["euler", "trapezoidal", "adams"])
+def test_the_step_quadrature_is_what_the_step_integrated(human66, walking66, integration):
+    """``DynamicalIK.step_quadrature`` ``(w_0, c)``, what the rows of ``ExtraTerms`` bound the step's mean
+    velocity through: each step moves the base by ``dt (w_0 nu_k + c)``; ``c`` is the history's part, 0 by
+    Euler and ``nu_{k-1} / 2`` by the trapezoid."""
+    targets = human_targets()
+    config = DynamicalIKConfig(integration=integration)
+    ik = DynamicalIK(human66, targets, config, q0=walking66.q[0])
+    dt = 1 / 60
+    for m in walking66.measurements(targets)[:40]:
+        before, previous = ik.base_position.copy(), ik.nu.copy()
+        ik.step(m, dt)
+        w0, carried = ik.step_quadrature
+        moved = dt * (w0 * ik.nu[:3] + carried[:3])
+        np.testing.assert_allclose(ik.base_position - before, moved, rtol=0.0, atol=1e-12)
+        if integration == "euler":
+            assert w0 == 1.0 and not carried.any()
+        elif integration == "trapezoidal":
+            assert w0 == 0.5 and np.array_equal(carried, 0.5 * previous)

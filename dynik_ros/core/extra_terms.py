@@ -138,7 +138,7 @@ class ExtraTerms:
         rows (:mod:`.stance_rows`) need the step's stacked ``jacobian``, ``v*`` (``corrected``) and the
         targets' ``weights`` (priority 1, :mod:`.stance_priority`)."""
         config = ik.config
-        w0 = float(ik._corrector[0])
+        w0, carried = ik.step_quadrature
         extra = dynamic = None
         if self.balance is not None:
             reference = ik._reference if config.residual_timing == "consistent" else None
@@ -153,7 +153,7 @@ class ExtraTerms:
                 config.max_linear_speed,
             )
             if self.balance.imposes_support:  # (support_rows is None without rows: no offset to build)
-                dynamic = self.balance.support_rows(dt, w0, ik._carried_velocity - ik._predicted_mean)
+                dynamic = self.balance.support_rows(dt, w0, carried - ik._predicted_mean)
         if self.loops is not None:
             a_loop, b_loop = self.loops.rows(
                 kinematics.model, kinematics.data, ik.base_rotation, dt, ik._predicted_mean
@@ -186,12 +186,12 @@ class ExtraTerms:
         self._balance_cost = extra
         if self.regularizers is not None:
             self.regularizers.begin_step(kinematics.data)  # ended by iterate, after the last re-solve
-            extra = self._with_regularizers(kinematics, w0, ik._carried_velocity, ik.nu)
+            extra = self._with_regularizers(kinematics, w0, carried, ik.nu)
         return extra, dynamic
 
     def _with_floor(self, ik, dynamic, mode: str):
         """``dynamic`` (the rows above the floor rows, or ``None``) with the floor rows of ``mode`` last."""
-        rows = self.floor.rows(float(ik._corrector[0]), ik._carried_velocity, mode)
+        rows = self.floor.rows(*ik.step_quadrature, mode)
         above = self.dynamic_rows - self.floor.n_rows
         if above:
             head = dynamic if dynamic is not None else ik.qp._no_dynamic_rows(above)
@@ -221,7 +221,7 @@ class ExtraTerms:
             rows = ik.qp._no_dynamic_rows(stance.n_rows)
         else:
             centre = corrected
-            w0, carried = float(ik._corrector[0]), ik._carried_velocity  # the rows bound the step's mean
+            w0, carried = ik.step_quadrature  # the rows bound the step's mean
             if self.priority is not None:
                 others = tuple(np.concatenate((part[:start], part[stop:])) for part in dynamic)
                 weights = ik.weights if weights is None else weights
@@ -329,7 +329,7 @@ class ExtraTerms:
         regularizers = self.regularizers
         if regularizers.config.velocity_weight <= 0:
             return solution
-        w0, carried = float(ik._corrector[0]), ik._carried_velocity
+        w0, carried = ik.step_quadrature
         for _ in range(regularizers.config.iterations - 1):
             if not solution.solved:
                 break
@@ -342,7 +342,7 @@ class ExtraTerms:
                 ik._velocity_bounds(dt)  # the bounds are written in place: solve() reads the new ones
                 if self.floor is not None:  # the floor rows bound the mean: now nu_k itself
                     self.dynamic = self._with_stance(ik, self._with_floor(ik, self.dynamic, self.floor.mode))
-                w0, carried = 1.0, ik._carried_velocity
+                w0, carried = ik.step_quadrature  # (1, 0) now
                 m = solution.nu  # the model about the solution's velocity, now integrated by Euler
             again = solve(self._with_regularizers(kinematics, w0, carried, m))
             change = np.abs(again.nu - solution.nu).max()

@@ -79,6 +79,12 @@ class StepIntegration:
         self.integrate_this_step_by_euler()
         self._fell_back = True
 
+    @property
+    def step_quadrature(self) -> tuple[float, np.ndarray]:
+        """``(w_0, c)`` of this step: it integrates the mean velocity ``w_0 nu_k + c``, ``c`` carried from the
+        history (:meth:`_plan_integration`); rows that bound the step's mean bound ``nu_k`` through them."""
+        return float(self._corrector[0]), self._carried_velocity
+
     def step_mean(self, nu: np.ndarray) -> np.ndarray:
         """The mean velocity the step integrates with the QP's ``nu``: its corrector weight times ``nu`` plus
         the part carried from the history (:meth:`_plan_integration`)."""
