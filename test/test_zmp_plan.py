@@ -134,6 +134,47 @@ def test_infeasible_plans_are_reported():
         solve_zmp_plan(times, [sole(0, 0)] * len(times), -1.0, np.zeros((len(times), 2)))
 
 
+def test_relaxed_margin_is_the_bisections_from_one_lp_and_the_plan_osqps(monkeypatch):
+    """The relaxed search against a brute-force bisection (to 1 mm) over :func:`solve_zmp_plan` on a small
+    take (the step of the test above, 0.3 m sideways as well: a rotated edge couples the axes): the same
+    margin within the bisection's 1 mm, the plan's cart-table ZMP (recomputed here from its CoM) inside every
+    polygon shrunk by that margin, and OSQP's plan at that margin the same CoM. It takes one OSQP solve (the
+    try at the map's margin) plus one LP and one QP: the bisection made 11, each infeasible or near-boundary
+    try running to OSQP's 1e5 iterations on real takes (18 s on the CMU excerpt)."""
+    import osqp
+
+    times = np.arange(0.0, 0.6 + 1e-9, 0.01)
+    polygons = [sole(0, 0) if t < 0.3 else sole(0.3, 0.35) for t in times]
+    reference = np.zeros((len(times), 2))
+
+    def solves(margin: float) -> bool:
+        try:
+            solve_zmp_plan(times, polygons, Z, reference, None, ZmpPlanSpec(margin=margin))
+        except ZmpPlanError:
+            return False
+        return True
+
+    low, high = -0.285, 0.015
+    assert solves(low) and not solves(high)
+    while high - low > 1e-3:
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if solves(middle) else (low, middle)
+    calls = []
+    solve = osqp.OSQP.solve
+    monkeypatch.setattr(osqp.OSQP, "solve", lambda self, *a, **k: calls.append(1) or solve(self, *a, **k))
+    relaxed = relaxed_plan(times, polygons, Z, reference)
+    monkeypatch.undo()
+    assert len(calls) == 1  # the bisection: 11
+    assert abs(relaxed.margin - low) <= 1e-3 and -0.06 < relaxed.margin < -0.03  # -46.1 mm (bisection -45.6)
+    c = relaxed.com
+    p = c - Z / GRAVITY * second_differences(c, 0.01)
+    for k, polygon in enumerate(polygons):
+        a, b = halfplanes(polygon, relaxed.margin)
+        assert np.all(a @ p[k] <= b + 1e-6), k
+    same = solve_zmp_plan(times, polygons, Z, reference, None, ZmpPlanSpec(margin=relaxed.margin))
+    assert np.abs(same.com - relaxed.com).max() < 1e-4  # 4e-6 m
+
+
 def second_differences(c: np.ndarray, h: float) -> np.ndarray:
     """``c_ddot`` of a plan's CoM by central differences (zero on the first and last sample)."""
     out = np.zeros_like(c)

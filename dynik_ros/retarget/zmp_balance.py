@@ -134,8 +134,8 @@ def plan_note(plan: ZmpPlan | None, margin: float) -> str:
     )
     past = np.flatnonzero(plan.distance < margin - 1e-4)
     return (
-        f"; NO PLAN with the {1e3 * margin:g} mm margin (OSQP: infeasible or not converged in its "
-        f"iterations): planned with {needed} (the least that "
+        f"; NO PLAN with the {1e3 * margin:g} mm margin (none exists: the largest margin with one is an "
+        f"LP's optimum): planned with {needed} (0.5 mm more than the least that "
         f"solves), its ZMP inside by less than the margin on {len(past)} samples from t = "
         f"{plan.times[past[0]]:.2f} s"
     )

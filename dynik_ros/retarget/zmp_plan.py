@@ -26,18 +26,21 @@ no horizontal force, so the CoM coasts at the velocity it had (a flight's horizo
 soles with its ZMP on them and jump back within the few samples without contact (the CMU excerpt with
 ``--heel-off 0``: CoM 11 m off, 512 m/s across a 42 ms gap). Solved by OSQP (both axes in one problem: a
 rotated foot couples them); infeasible problems (a polygon narrower than twice the margin, or jumps the CoM
-cannot follow) raise :class:`ZmpPlanError` naming the cause.
+cannot follow) raise :class:`ZmpPlanError` naming the cause. :func:`relaxed_plan` then finds the largest
+margin with a plan as one LP (the margin a variable: ``max s`` s.t. ``a_i . p_k + s <= b_i``) and solves the
+plan just below it by an active-set QP (HiGHS), where OSQP's ADMM ran out of iterations.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import osqp
 import scipy.sparse as sp
+from scipy.optimize import linprog
 
 from dynik_ros.core.com_objective import halfplanes, support_distance
 
@@ -53,6 +56,8 @@ _OSQP = {
     "sigma": 1e-9,
     "polish_refine_iter": 100,
 }
+BACK_OFF = 5e-4  # m: the relaxed plan's margin below the largest (:func:`relaxed_plan`; was a 1 mm bisection)
+_POLISH_LINSYS_ERROR = -2  # OSQP's status_polish when the reduced KKT system of its polishing fails to factor
 
 
 class ZmpPlanError(ValueError):
@@ -137,7 +142,27 @@ def _grid(times: np.ndarray) -> tuple[np.ndarray, float]:
     return times[0] + h * np.arange(int(math.floor((times[-1] - times[0]) / h + 1e-9)) + 1), h
 
 
-def solve_zmp_plan(
+@dataclass(frozen=True)
+class ZmpProblem:
+    """The plan's QP for one take, posed once at margin 0 (:func:`pose_zmp_plan`); :func:`plan_at` solves it
+    at any margin: only the upper bounds of the polygon rows depend on it (``offsets - margin``)."""
+
+    times: np.ndarray  # (N,) the input's sample times
+    polygons: Sequence[np.ndarray | None]  # the input's polygons
+    grid: np.ndarray  # (n,) the uniform grid the QP is posed on (:func:`_grid`)
+    h: float  # its step
+    grid_polygons: list  # the polygon of each grid sample (nearest input sample) or None
+    basis: sp.csr_matrix  # (n, m) c = basis y per axis (:func:`coasting_basis`)
+    zmp: sp.csr_matrix  # (n, n) CoM -> ZMP per axis (:func:`zmp_operator`)
+    hessian: sp.csc_matrix  # (2m, 2m) upper triangle of the cost's Hessian
+    gradient: np.ndarray  # (2m,)
+    constraints: sp.csc_matrix  # the polygon rows (unit outward normal . p_k), then the 8 rest rows
+    offsets: np.ndarray  # (rows,) the polygon rows' bounds at margin 0
+    clearance: np.ndarray  # (rows,) each row's bound minus its normal . the polygon's vertex mean
+    row_samples: np.ndarray  # (rows,) the grid sample of each polygon row
+
+
+def pose_zmp_plan(
     times: np.ndarray,
     polygons: Sequence[np.ndarray | None],
     com_height: float | np.ndarray,
@@ -145,12 +170,13 @@ def solve_zmp_plan(
     zmp_reference: np.ndarray | None = None,
     spec: ZmpPlanSpec | None = None,
     gravity: float = GRAVITY,
-) -> ZmpPlan:
-    """The plan of the module docstring for ``times`` ``(N,)``, the support polygon of each sample (a
+) -> ZmpProblem:
+    """The QP of the module docstring for ``times`` ``(N,)``, the support polygon of each sample (a
     counter-clockwise convex hull ``(m, 2)`` or ``None`` without contact), the CoM height above the ground
     (scalar or ``(N,)``), the CoM reference ``(N, 2)`` and the ZMP reference (default: each polygon's vertex
-    mean, else the CoM reference). Non-uniform ``times`` are posed on a uniform grid of their median step
-    (polygon of the nearest sample, references interpolated) and the result interpolated back."""
+    mean, else the CoM reference); ``spec``'s weights (its margin is :func:`plan_at`'s). Non-uniform ``times``
+    are posed on a uniform grid of their median step (polygon of the nearest sample, references
+    interpolated)."""
     spec = spec or ZmpPlanSpec()
     times = np.asarray(times, dtype=float)
     n_in = len(times)
@@ -160,6 +186,8 @@ def solve_zmp_plan(
     heights = np.broadcast_to(np.asarray(com_height, dtype=float), (n_in,)).copy()
     if not (np.all(np.isfinite(heights)) and np.all(heights > 0) and np.all(np.isfinite(reference))):
         raise ZmpPlanError("CoM heights must be positive and the references finite")
+    if all(p is None for p in polygons):
+        raise ZmpPlanError("no sample has a foot in contact: nothing to balance on")
     if zmp_reference is None:
         zmp_reference = np.array(
             [reference[k] if p is None else np.mean(p, axis=0) for k, p in enumerate(polygons)]
@@ -191,92 +219,191 @@ def solve_zmp_plan(
             for a in range(2)
         ]
     )
-    zmp_of_free = (zmp @ basis).tocsr()
-    rows, lower, upper = [], [], []
+    samples, normals, offsets, clearance = [], [], [], []
     for k, polygon in enumerate(grid_polygons):
-        if polygon is None:
-            continue
-        normals, offsets = halfplanes(np.asarray(polygon, dtype=float), spec.margin)
-        centre = np.mean(polygon, axis=0)
-        if np.min(offsets - normals @ centre) < 0:
-            raise ZmpPlanError(
-                f"support polygon at t = {grid[k]:.3f} s is narrower than twice the margin "
-                f"({spec.margin:g} m)"
-            )
-        row = zmp_of_free.getrow(k)
-        for (ax, ay), b in zip(normals, offsets, strict=True):
-            rows.append(sp.hstack((ax * row, ay * row)))
-            upper.append(b)
-            lower.append(-np.inf)
-    if not rows:
-        raise ZmpPlanError("no sample has a foot in contact: nothing to balance on")
+        if polygon is not None:
+            a, b = halfplanes(np.asarray(polygon, dtype=float))
+            samples.append(np.full(len(b), k))
+            normals.append(a)
+            offsets.append(b)
+            clearance.append(b - a @ np.mean(polygon, axis=0))
+    normals, samples = np.concatenate(normals), np.concatenate(samples)
+    of_sample = (zmp @ basis).tocsr()[samples]  # one row of p_k per polygon row
+    rows = sp.hstack((sp.diags(normals[:, 0]) @ of_sample, sp.diags(normals[:, 1]) @ of_sample))
     rest = []
     for a, b in ((0, 1), (1, 2), (n - 3, n - 2), (n - 2, n - 1)):
         e = sp.csr_matrix(([1.0, -1.0], ([0, 0], [a, b])), shape=(1, n)) @ basis
         rest += [sp.hstack((e, sp.csr_matrix((1, m)))), sp.hstack((sp.csr_matrix((1, m)), e))]
-    constraints = sp.vstack(rows + rest, format="csc")
-    lower = np.concatenate((lower, np.zeros(len(rest))))
-    upper = np.concatenate((upper, np.zeros(len(rest))))
+    return ZmpProblem(
+        times=times,
+        polygons=polygons,
+        grid=grid,
+        h=h,
+        grid_polygons=grid_polygons,
+        basis=basis,
+        zmp=zmp,
+        hessian=sp.triu(hessian, format="csc"),
+        gradient=gradient,
+        constraints=sp.vstack([rows, *rest], format="csc"),
+        offsets=np.concatenate(offsets),
+        clearance=np.concatenate(clearance),
+        row_samples=samples,
+    )
+
+
+def solve_zmp_plan(
+    times: np.ndarray,
+    polygons: Sequence[np.ndarray | None],
+    com_height: float | np.ndarray,
+    reference: np.ndarray,
+    zmp_reference: np.ndarray | None = None,
+    spec: ZmpPlanSpec | None = None,
+    gravity: float = GRAVITY,
+) -> ZmpPlan:
+    """The plan of the module docstring (the arguments of :func:`pose_zmp_plan`) at ``spec.margin``; on the
+    input's sample times (interpolated back from the grid when they are not uniform)."""
+    spec = spec or ZmpPlanSpec()
+    problem = pose_zmp_plan(times, polygons, com_height, reference, zmp_reference, spec, gravity)
+    return plan_at(problem, spec.margin, spec.tolerance)
+
+
+def plan_at(problem: ZmpProblem, margin: float, tolerance: float = 1e-4) -> ZmpPlan:
+    """The plan of ``problem`` with its polygons shrunk by ``margin`` (OSQP); the ZMP of the returned CoM is
+    recomputed and must be inside every shrunk polygon to ``tolerance``, else :class:`ZmpPlanError`."""
+    narrow = np.flatnonzero(problem.clearance < margin)
+    if len(narrow):
+        t = problem.grid[problem.row_samples[narrow[0]]]
+        raise ZmpPlanError(
+            f"support polygon at t = {t:.3f} s is narrower than twice the margin ({margin:g} m)"
+        )
+    lower, upper = _bounds(problem, margin)
     solver = osqp.OSQP()
-    solver.setup(
-        sp.triu(hessian, format="csc"), gradient, constraints, lower, upper,
-        verbose=False, **_OSQP
-    )  # fmt: skip
+    solver.setup(problem.hessian, problem.gradient, problem.constraints, lower, upper, verbose=False, **_OSQP)
     result = solver.solve(raise_error=False)  # infeasibility is reported below
+    if result.info.status_polish == _POLISH_LINSYS_ERROR:
+        # OSQP 1.1 then returns no solution (the walking take of G1: 5.5 m off the soles, its ADMM iterate
+        # inside them): the same iterate without polishing (a warm start from it, so a few iterations)
+        solver.update_settings(polishing=False)
+        result = solver.solve(raise_error=False)
     status = str(result.info.status)
     if result.x is None or not np.all(np.isfinite(result.x)) or status != "solved":
         raise ZmpPlanError(f"the ZMP plan is infeasible or unsolved (OSQP: {status})")
-    c = np.column_stack((basis @ result.x[:m], basis @ result.x[m:]))
+    return _plan_of(problem, result.x, margin, tolerance, f"OSQP: {status}")
+
+
+def exact_plan_at(problem: ZmpProblem, margin: float, tolerance: float = 1e-4) -> ZmpPlan:
+    """:func:`plan_at` by HiGHS' active-set QP (through CasADi's ``conic``), exact where OSQP's ADMM does
+    not converge: next to the largest margin (:func:`largest_margin`) the polygon rows leave a sliver of
+    plans, and OSQP ran out of its 1e5 iterations within 2 mm of it on the CMU excerpt (x1, x2, x4)."""
+    import casadi
+
+    def dm(matrix: sp.spmatrix) -> casadi.DM:
+        m = sp.csc_matrix(matrix)
+        pattern = casadi.Sparsity(*m.shape, m.indptr.tolist(), m.indices.tolist())
+        return casadi.DM(pattern, m.data.tolist())
+
+    hessian = dm(problem.hessian + sp.triu(problem.hessian, 1).T)
+    constraints = dm(problem.constraints)
+    options = {"error_on_fail": False, "highs": {"output_flag": False}}
+    solver = casadi.conic(
+        "zmp_plan", "highs", {"h": hessian.sparsity(), "a": constraints.sparsity()}, options
+    )
+    lower, upper = _bounds(problem, margin)
+    result = solver(h=hessian, g=problem.gradient, a=constraints, lba=lower, uba=upper)
+    status = str(solver.stats().get("return_status"))
+    if status != "Optimal":
+        raise ZmpPlanError(f"the ZMP plan is infeasible or unsolved (HiGHS: {status})")
+    return _plan_of(problem, np.asarray(result["x"]).ravel(), margin, tolerance, f"HiGHS: {status}")
+
+
+def _bounds(problem: ZmpProblem, margin: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(lower, upper)`` of the problem's rows with its polygons shrunk by ``margin``."""
+    rest = problem.constraints.shape[0] - len(problem.offsets)
+    upper = np.concatenate((problem.offsets - margin, np.zeros(rest)))
+    lower = np.concatenate((np.full(len(problem.offsets), -np.inf), np.zeros(rest)))
+    return lower, upper
+
+
+def largest_margin(problem: ZmpProblem, ceiling: float) -> float:
+    """The largest margin, up to ``ceiling``, at which the plan's rows have a solution: one LP in the QP's
+    variables and the margin ``s`` (``max s`` s.t. ``a_i . p_k + s <= b_i`` for every polygon row, the rest
+    rows, ``s <= ceiling``), by HiGHS' dual simplex: its optimum is exact to its 1e-7 feasibility tolerance,
+    where OSQP's verdict on one margin is a certificate or just its iteration limit (``relaxed_plan``)."""
+    rows = problem.constraints.shape[0]
+    polygon_rows = len(problem.offsets)
+    slack = sp.csc_matrix(np.concatenate((np.ones(polygon_rows), np.zeros(rows - polygon_rows)))[:, None])
+    matrix = sp.hstack((problem.constraints, slack), format="csr")
+    cost = np.zeros(matrix.shape[1])
+    cost[-1] = -1.0
+    result = linprog(
+        cost,
+        A_ub=matrix[:polygon_rows],
+        b_ub=problem.offsets,
+        A_eq=matrix[polygon_rows:],
+        b_eq=np.zeros(rows - polygon_rows),
+        bounds=[(None, None)] * (matrix.shape[1] - 1) + [(None, ceiling)],
+        method="highs-ds",
+    )
+    if result.status != 0:  # the margin is free below: only a numerical failure gets here
+        raise ZmpPlanError(f"the largest margin of the ZMP plan was not found (HiGHS: {result.message})")
+    return float(result.x[-1])
+
+
+def _plan_of(problem: ZmpProblem, x: np.ndarray, margin: float, tolerance: float, solver: str) -> ZmpPlan:
+    """The plan of the QP's solution ``x``: its ZMP recomputed from the CoM (cart-table) and checked against
+    every polygon shrunk by ``margin`` (to ``tolerance``), on the input's samples."""
+    times, polygons, grid = problem.times, problem.polygons, problem.grid
+    basis, zmp, h, n, m = problem.basis, problem.zmp, problem.h, len(grid), problem.basis.shape[1]
+    c = np.column_stack((basis @ x[:m], basis @ x[m:]))
     p = np.column_stack([zmp @ c[:, a] for a in range(2)])
     distance = np.full(n, np.nan)
-    for k, polygon in enumerate(grid_polygons):
+    for k, polygon in enumerate(problem.grid_polygons):
         if polygon is not None:
             distance[k] = support_distance(p[k], np.asarray(polygon, dtype=float))
-    worst = np.nanmin(distance - spec.margin)
-    if worst < -spec.tolerance:
+    worst = np.nanmin(distance - margin)
+    if worst < -tolerance:
         k = int(np.nanargmin(distance))
         raise ZmpPlanError(
             f"the ZMP plan leaves the shrunk support by {1e3 * -worst:.2f} mm at t = {grid[k]:.3f} s "
-            f"(OSQP: {status})"
+            f"({solver})"
         )
     velocity = np.gradient(c, h, axis=0)
     acceleration = np.vstack((np.zeros(2), np.diff(c, 2, axis=0) / h**2, np.zeros(2)))
-    if n != n_in or not np.array_equal(grid, times):  # back onto the input's samples
+    if n != len(times) or not np.array_equal(grid, times):  # back onto the input's samples
         c, velocity, acceleration, p = (
-            np.column_stack([np.interp(times, grid, x[:, a]) for a in range(2)])
-            for x in (c, velocity, acceleration, p)
+            np.column_stack([np.interp(times, grid, v[:, a]) for a in range(2)])
+            for v in (c, velocity, acceleration, p)
         )
         distance = np.array(
             [np.nan if q is None else support_distance(p[k], q) for k, q in enumerate(polygons)]
         )
-    return ZmpPlan(times, c, velocity, acceleration, p, distance, spec.margin)
+    return ZmpPlan(times, c, velocity, acceleration, p, distance, margin)
 
 
 def relaxed_plan(
     times, polygons, com_height, reference, zmp_reference=None, spec: ZmpPlanSpec | None = None, widest=0.3
 ) -> ZmpPlan:
     """:func:`solve_zmp_plan`, or when it has no solution the plan with the largest margin that has one,
-    found by bisection down to ``spec.margin - widest`` (a negative margin enlarges the polygons; to 1 mm):
-    the answer to "how far past the soles would the ZMP have to go". Raises when even that has none."""
+    down to ``spec.margin - widest`` (a negative margin enlarges the polygons): the answer to "how far past
+    the soles would the ZMP have to go". That margin is one LP (:func:`largest_margin`), the plan the QP at
+    ``BACK_OFF`` below it (:func:`exact_plan_at`); it was a bisection to 1 mm over OSQP solves, each
+    infeasible or near-boundary try running to OSQP's 1e5 iterations (18 s on the CMU excerpt, and its
+    misses made the bisection land 6-13 mm low). Raises when even ``widest`` has none."""
     spec = spec or ZmpPlanSpec()
-    args = (times, polygons, com_height, reference, zmp_reference)
+    problem = pose_zmp_plan(times, polygons, com_height, reference, zmp_reference, spec)
     try:
-        return solve_zmp_plan(*args, spec)
+        return plan_at(problem, spec.margin, spec.tolerance)
     except ZmpPlanError as exc:
-        if "narrower" in str(exc) or "no sample" in str(exc):
+        if "narrower" in str(exc):
             raise
         first = exc
-    low, high = spec.margin - widest, spec.margin  # feasible at low (checked), not at high
-    try:
-        best = solve_zmp_plan(*args, replace(spec, margin=low))
-    except ZmpPlanError:
+    largest = largest_margin(
+        problem, spec.margin + BACK_OFF
+    )  # OSQP's verdict is no proof: it may be feasible
+    margin = min(largest - BACK_OFF, spec.margin)
+    if margin < spec.margin - widest:
         raise ZmpPlanError(
-            f"{first}; still none with the polygons enlarged by {widest - spec.margin:g} m"
-        ) from None
-    while high - low > 1e-3:
-        middle = 0.5 * (low + high)
-        try:
-            best, low = solve_zmp_plan(*args, replace(spec, margin=middle)), middle
-        except ZmpPlanError:
-            high = middle
-    return best
+            f"{first}; still none with the polygons enlarged by {widest - spec.margin:g} m (it needs "
+            f"{-largest:.3f} m)"
+        )
+    return exact_plan_at(problem, margin, spec.tolerance)
