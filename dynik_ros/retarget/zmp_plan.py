@@ -270,12 +270,7 @@ def solve_zmp_plan(
 def plan_at(problem: ZmpProblem, margin: float, tolerance: float = 1e-4) -> ZmpPlan:
     """The plan of ``problem`` with its polygons shrunk by ``margin`` (OSQP); the ZMP of the returned CoM is
     recomputed and must be inside every shrunk polygon to ``tolerance``, else :class:`ZmpPlanError`."""
-    narrow = np.flatnonzero(problem.clearance < margin)
-    if len(narrow):
-        t = problem.grid[problem.row_samples[narrow[0]]]
-        raise ZmpPlanError(
-            f"support polygon at t = {t:.3f} s is narrower than twice the margin ({margin:g} m)"
-        )
+    _check_width(problem, margin)
     lower, upper = _bounds(problem, margin)
     solver = osqp.OSQP()
     solver.setup(problem.hessian, problem.gradient, problem.constraints, lower, upper, verbose=False, **_OSQP)
@@ -314,6 +309,16 @@ def exact_plan_at(problem: ZmpProblem, margin: float, tolerance: float = 1e-4) -
     if status != "Optimal":
         raise ZmpPlanError(f"the ZMP plan is infeasible or unsolved (HiGHS: {status})")
     return _plan_of(problem, np.asarray(result["x"]).ravel(), margin, tolerance, f"HiGHS: {status}")
+
+
+def _check_width(problem: ZmpProblem, margin: float) -> None:
+    """Raise when a polygon is narrower than twice ``margin`` (its vertex mean outside the shrunk polygon)."""
+    narrow = np.flatnonzero(problem.clearance < margin)
+    if len(narrow):
+        t = problem.grid[problem.row_samples[narrow[0]]]
+        raise ZmpPlanError(
+            f"support polygon at t = {t:.3f} s is narrower than twice the margin ({margin:g} m)"
+        )
 
 
 def _bounds(problem: ZmpProblem, margin: float) -> tuple[np.ndarray, np.ndarray]:
@@ -386,24 +391,23 @@ def relaxed_plan(
     """:func:`solve_zmp_plan`, or when it has no solution the plan with the largest margin that has one,
     down to ``spec.margin - widest`` (a negative margin enlarges the polygons): the answer to "how far past
     the soles would the ZMP have to go". That margin is one LP (:func:`largest_margin`), the plan the QP at
-    ``BACK_OFF`` below it (:func:`exact_plan_at`); it was a bisection to 1 mm over OSQP solves, each
-    infeasible or near-boundary try running to OSQP's 1e5 iterations (18 s on the CMU excerpt, and its
-    misses made the bisection land 6-13 mm low). Raises when even ``widest`` has none."""
+    ``BACK_OFF`` below it (:func:`exact_plan_at`). It was a bisection to 1 mm over OSQP solves whose
+    verdicts were no proof either way: infeasible and near-boundary tries ran to OSQP's 1e5 iterations (18 s
+    on the CMU excerpt) and feasible ones near the boundary failed, landing it 6-13 mm low. Raises when even
+    ``widest`` has none, or a polygon is narrower than twice ``spec.margin`` (not relaxed)."""
     spec = spec or ZmpPlanSpec()
     problem = pose_zmp_plan(times, polygons, com_height, reference, zmp_reference, spec)
-    try:
-        return plan_at(problem, spec.margin, spec.tolerance)
-    except ZmpPlanError as exc:
-        if "narrower" in str(exc):
-            raise
-        first = exc
-    largest = largest_margin(
-        problem, spec.margin + BACK_OFF
-    )  # OSQP's verdict is no proof: it may be feasible
+    _check_width(problem, spec.margin)
+    largest = largest_margin(problem, spec.margin + BACK_OFF)
+    if largest >= spec.margin:
+        try:
+            return plan_at(problem, spec.margin, spec.tolerance)
+        except ZmpPlanError:
+            pass  # a plan exists (the LP's point): OSQP did not find it
     margin = min(largest - BACK_OFF, spec.margin)
     if margin < spec.margin - widest:
         raise ZmpPlanError(
-            f"{first}; still none with the polygons enlarged by {widest - spec.margin:g} m (it needs "
-            f"{-largest:.3f} m)"
+            f"the ZMP plan is infeasible with the {spec.margin:g} m margin, and still with the polygons "
+            f"enlarged by {widest - spec.margin:g} m (it needs {-largest:.3f} m)"
         )
     return exact_plan_at(problem, margin, spec.tolerance)
