@@ -28,7 +28,8 @@ soles with its ZMP on them and jump back within the few samples without contact 
 rotated foot couples them); infeasible problems (a polygon narrower than twice the margin, or jumps the CoM
 cannot follow) raise :class:`ZmpPlanError` naming the cause. :func:`relaxed_plan` then finds the largest
 margin with a plan as one LP (the margin a variable: ``max s`` s.t. ``a_i . p_k + s <= b_i``) and solves the
-plan just below it by an active-set QP (HiGHS), where OSQP's ADMM ran out of iterations.
+plan just below it by an interior-point or active-set QP (PIQP, HiGHS), where OSQP's ADMM ran out of
+iterations.
 """
 
 from __future__ import annotations
@@ -57,6 +58,11 @@ _OSQP = {
     "polish_refine_iter": 100,
 }
 BACK_OFF = 5e-4  # m: the relaxed plan's margin below the largest (:func:`relaxed_plan`; was a 1 mm bisection)
+# (CasADi conic plugin, its options, its status when solved) for :func:`exact_plan_at`, tried in turn
+_EXACT = (
+    ("piqp", {"max_iter": 500}, "solved"),
+    ("highs", {"output_flag": False}, "Optimal"),
+)
 _POLISH_LINSYS_ERROR = -2  # OSQP's status_polish when the reduced KKT system of its polishing fails to factor
 
 
@@ -287,9 +293,12 @@ def plan_at(problem: ZmpProblem, margin: float, tolerance: float = 1e-4) -> ZmpP
 
 
 def exact_plan_at(problem: ZmpProblem, margin: float, tolerance: float = 1e-4) -> ZmpPlan:
-    """:func:`plan_at` by HiGHS' active-set QP (through CasADi's ``conic``), exact where OSQP's ADMM does
-    not converge: next to the largest margin (:func:`largest_margin`) the polygon rows leave a sliver of
-    plans, and OSQP ran out of its 1e5 iterations within 2 mm of it on the CMU excerpt (x1, x2, x4)."""
+    """:func:`plan_at` where OSQP's ADMM does not converge: next to the largest margin
+    (:func:`largest_margin`) the polygon rows leave a sliver of plans, and OSQP ran out of its 1e5 iterations
+    within 2 mm of it on every CMU excerpt row (x1, x2, x4; G1 and TALOS). By the QP solvers of
+    :data:`_EXACT` in turn (through CasADi's ``conic``), the first whose plan passes :func:`_plan_of`'s check:
+    PIQP's interior point (0.03-0.4 s on those), else HiGHS' active set (PIQP stopped at its iteration limit
+    on the G1 excerpt at x1; HiGHS failed on TALOS at x4 with 0.1 m left in its rows, 5e8 Hessian entries)."""
     import casadi
 
     def dm(matrix: sp.spmatrix) -> casadi.DM:
@@ -299,16 +308,24 @@ def exact_plan_at(problem: ZmpProblem, margin: float, tolerance: float = 1e-4) -
 
     hessian = dm(problem.hessian + sp.triu(problem.hessian, 1).T)
     constraints = dm(problem.constraints)
-    options = {"error_on_fail": False, "highs": {"output_flag": False}}
-    solver = casadi.conic(
-        "zmp_plan", "highs", {"h": hessian.sparsity(), "a": constraints.sparsity()}, options
-    )
     lower, upper = _bounds(problem, margin)
-    result = solver(h=hessian, g=problem.gradient, a=constraints, lba=lower, uba=upper)
-    status = str(solver.stats().get("return_status"))
-    if status != "Optimal":
-        raise ZmpPlanError(f"the ZMP plan is infeasible or unsolved (HiGHS: {status})")
-    return _plan_of(problem, np.asarray(result["x"]).ravel(), margin, tolerance, f"HiGHS: {status}")
+    failures = []
+    for plugin, options, solved in _EXACT:
+        solver = casadi.conic(
+            "zmp_plan",
+            plugin,
+            {"h": hessian.sparsity(), "a": constraints.sparsity()},
+            {"error_on_fail": False, plugin: options},
+        )
+        result = solver(h=hessian, g=problem.gradient, a=constraints, lba=lower, uba=upper)
+        status = f"{plugin}: {solver.stats().get('return_status')}"
+        try:
+            if solver.stats().get("return_status") != solved:
+                raise ZmpPlanError(status)
+            return _plan_of(problem, np.asarray(result["x"]).ravel(), margin, tolerance, status)
+        except ZmpPlanError as exc:
+            failures.append(str(exc))
+    raise ZmpPlanError(f"the ZMP plan is unsolved at the {margin:g} m margin ({'; '.join(failures)})")
 
 
 def _check_width(problem: ZmpProblem, margin: float) -> None:
