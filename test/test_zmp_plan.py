@@ -139,7 +139,7 @@ def test_relaxed_margin_is_the_bisections_from_one_lp_and_the_plan_osqps(monkeyp
     take (the step of the test above, 0.3 m sideways as well: a rotated edge couples the axes): the same
     margin within the bisection's 1 mm, the plan's cart-table ZMP (recomputed here from its CoM) inside every
     polygon shrunk by that margin, and OSQP's plan at that margin the same CoM. It takes one OSQP solve (the
-    try at the map's margin), one LP and one QP (HiGHS): the bisection made 11 OSQP solves, each infeasible
+    try at the map's margin), one LP and one QP (PIQP): the bisection made 11 OSQP solves, each infeasible
     or near-boundary try running to OSQP's 1e5 iterations on real takes (18 s on the CMU excerpt)."""
     import osqp
 
