@@ -16,6 +16,11 @@ from dynik_ros.retarget.retargeter import Retargeter
 
 STEP, LIFT, SWING = 0.3, 0.08, 0.15  # m forward, m up, s: the human's left foot steps at 0.5 s
 SLOW_LEGS = 0.5  # rad/s on every hip, knee and ankle joint (G1's are 20-32)
+# The issue's slide target. The lagging sole reaches its flat sample still 3 mm up and travelling 5 mm a
+# sample; its hold is its sole at the configuration before that sample's step, so it settles back onto it:
+# 2.9 / 3.5 mm with the held feet's weight on the swing foot (weighted / hard rows), 4.6 / 4.2 mm with the
+# maps' default swing weight 0.1 (the lighter foot lags more). The human's hold: 17-29 mm.
+SLIDE_LIMIT = 0.005
 
 
 def _quick_step(duration: float = 2.5, rate: float = 100.0):
@@ -92,7 +97,7 @@ def test_a_lagging_foot_is_held_where_the_robot_put_it_not_dragged_onto_the_huma
 
     # ground truth on the written trajectory: the old hold drags the standing sole onto the human's
     # footprint during the flat contact (a slide); the robot's hold keeps it where it landed
-    for rt, result, limit in ((human_rt, human, None), (robot_rt, robot, 0.004)):
+    for rt, result, limit in ((human_rt, human, None), (robot_rt, robot, SLIDE_LIMIT)):
         centres = _sole_centres(rt, result.q[flat:end])
         slide = float(np.linalg.norm(centres[:, :2] - centres[0, :2], axis=1).max())
         if limit is None:
@@ -111,7 +116,7 @@ def test_a_lagging_foot_is_held_where_the_robot_put_it_not_dragged_onto_the_huma
         )[0]
         for name, rt, r in (("human", human_rt, human), ("robot", robot_rt, robot))
     }
-    assert figures["robot"].slide_max_mm < 4.0 < 8.0 < figures["human"].slide_max_mm
+    assert figures["robot"].slide_max_mm < 1e3 * SLIDE_LIMIT < 8.0 < figures["human"].slide_max_mm
     assert figures["robot"].penetration_max_mm <= figures["human"].penetration_max_mm + 0.5
 
     # the written joints stay within their velocity limits (finite differences of the output)
@@ -148,7 +153,7 @@ def test_one_sample_at_a_time_with_the_robot_configuration_holds_the_foot_as_off
             assert max(shift for foot, _, shift, _ in rt.contact.reanchors if foot == 0) > 0.008
         else:
             assert len(rt.contact.reanchors) == 0
-    assert slides["robot"] < 0.004 < 0.008 < slides["human"], slides
+    assert slides["robot"] < SLIDE_LIMIT < 0.008 < slides["human"], slides
 
 
 @pytest.mark.parametrize("settle", [0.0, 1.0])
@@ -220,25 +225,26 @@ def test_the_map_names_a_bad_anchor_and_writes_a_good_one():
     assert config_from_dict(data, "ok.yaml").contact.anchor == "robot"
     assert config_from_dict(data, "ok.yaml").to_dict()["contact"]["anchor"] == "robot"
     del data["contact"]["anchor"]
-    assert config_from_dict(data, "ok.yaml").contact.anchor == "human"
+    assert config_from_dict(data, "ok.yaml").contact.anchor == "robot"
 
 
 def test_dynik_retarget_anchor_robot_moves_the_holds_and_keeps_the_contacts(tmp_path, capsys):
-    """``--anchor robot`` on the committed CMU excerpt with TALOS (its legs at their velocity limits on 44 %
-    of the samples): the same contacts in retarget.npz as the maps' default, a different trajectory, and the
-    summary says how far the holds moved (the maps' default has no such line)."""
+    """The maps' default (``anchor: robot``) on the committed CMU excerpt with TALOS (its legs at their
+    velocity limits on 44 % of the samples): the same contacts in retarget.npz as ``--anchor human``, a
+    different trajectory, and the summary says how far the holds moved (``--anchor human`` has no such
+    line)."""
     from pathlib import Path
 
     from dynik_ros.cli.retarget import main
 
     excerpt = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
     common = [str(excerpt), "--robot", "talos", "--no-bag", "--no-plots", "--quiet", "--settle", "0.2"]
-    assert main([*common, "--out", str(tmp_path / "robot"), "--anchor", "robot"]) == 0
+    assert main([*common, "--out", str(tmp_path / "robot")]) == 0
     line = [
         x for x in capsys.readouterr().out.splitlines() if x.startswith("holds moved onto the robot soles")
     ]
     assert len(line) == 1 and " contacts; moved median / max " in line[0]
-    assert main([*common, "--out", str(tmp_path / "human")]) == 0
+    assert main([*common, "--out", str(tmp_path / "human"), "--anchor", "human"]) == 0
     assert "holds moved onto the robot soles" not in capsys.readouterr().out
     robot, human = (np.load(tmp_path / name / "retarget.npz") for name in ("robot", "human"))
     np.testing.assert_array_equal(robot["contacts"], human["contacts"])
@@ -279,4 +285,4 @@ def test_ik_node_holds_the_lagging_foot_where_the_robot_put_it(h, tmp_path):
     landing = [s for f, t, s, _ in solver.retargeter.contact.reanchors if f == 0 and t > 0.5]
     assert len(landing) == 1 and landing[0] > 0.008
     centres = _sole_centres(rt, q[start + 10 : end])
-    assert float(np.linalg.norm(centres[:, :2] - centres[0, :2], axis=1).max()) < 0.004
+    assert float(np.linalg.norm(centres[:, :2] - centres[0, :2], axis=1).max()) < SLIDE_LIMIT

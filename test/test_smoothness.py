@@ -92,7 +92,8 @@ def test_dynik_retarget_writes_smoother_joints_by_default_than_with_adams(tmp_pa
     without the floor rows; with them (the default since they were measured: core/floor_rows.py) 0.29 %
     against Adams's 0.84 %. Calibrated on the capture's own subject (the default since: io/skeleton_tpose.py;
     the figures above were on the 1.75 m model) 0.31 % against 2.44 % without the floor rows, 0.37 % against
-    0.74 % with them."""
+    0.74 % with them. With the feet's defaults of issue 9 (hard stance rows, holds on the robot's soles, leg
+    reach, swing weight 0.1) 0.19 % against 0.51 % without the floor rows, 0.18 % against 0.95 % with them."""
     from pathlib import Path
 
     from dynik_ros.cli.retarget import main
@@ -107,7 +108,7 @@ def test_dynik_retarget_writes_smoother_joints_by_default_than_with_adams(tmp_pa
             assert main([*args, "--floor-rows", floor, *extra]) == 0
             saved = np.load(out / "retarget.npz")
             shares[name, floor] = smoothness(saved["q"][:, 7:], saved["times"]).chatter_share
-    for floor, factor in (("off", 3.0), ("on", 1.5)):
+    for floor, factor in (("off", 2.0), ("on", 1.5)):
         default, adams = shares["default", floor], shares["adams", floor]
         assert default < 0.005 and default < adams / factor, shares
     assert Retargeter.from_config("g1").make_ik().config.integration == "trapezoidal"

@@ -56,20 +56,24 @@ def _out_of_reach_swing(out: float = 0.6):
 
 
 def test_a_foot_in_the_air_out_of_reach_no_longer_rolls_the_stance_sole():
-    """G1 on its right leg while the left foot's target moves 0.6 m (human) out of reach: tracked with the
-    held feet's weight it drags the pelvis 35 cm over and the right sole rolls past 4 deg (measured 10.7,
-    the leg leaning 26 deg); with contact.swing_weight 0.1 the written right sole stays within 1 deg of level
-    (measured 0.0, the leg 8 deg), the foot still. No joint beyond its limits either way."""
+    """G1 on its right leg while the left foot's target moves 0.6 m (human) out of reach. With weighted stance
+    targets and the held feet's weight on the swing foot it drags the pelvis 35 cm over and the right sole
+    rolls past 4 deg (measured 10.7, the leg leaning 26 deg); with contact.swing_weight 0.1 the written right
+    sole stays within 1 deg of level (measured 0.0, the leg 8 deg), the foot still. The maps' defaults (hard
+    stance rows, swing weight 0.1) keep it so too. No joint beyond its limits either way."""
     motion = _out_of_reach_swing()
-    for weight in (0.1, 1.0):
+    for stance, weight in (("weighted", 0.1), ("weighted", 1.0), (None, None)):
         rt = Retargeter.from_config("g1")
-        contact = dataclasses.replace(rt.config.contact, swing_weight=weight)
-        rt.config = dataclasses.replace(rt.config, contact=contact)
+        if stance is not None:
+            contact = dataclasses.replace(
+                rt.config.contact, stance=stance, anchor="human", reach=False, swing_weight=weight
+            )
+            rt.config = dataclasses.replace(rt.config, contact=contact)
         out = rt.retarget_motion(motion, settle=1.0)
         tilt, leans, soles = _right_stance_sole(rt, out)
-        if weight < 1.0:
-            assert max(tilt) <= 1.0 and max(abs(x) for x in leans) <= 15.0
-            assert float(np.ptp(np.array(soles)[:, :2], axis=0).max()) <= 0.005
+        if weight is None or weight < 1.0:
+            assert max(tilt) <= 1.0 and max(abs(x) for x in leans) <= 15.0, (stance, weight)
+            assert float(np.ptp(np.array(soles)[:, :2], axis=0).max()) <= 0.005, (stance, weight)
         else:
             assert min(tilt) >= 4.0
 
@@ -82,8 +86,12 @@ def test_the_map_key_its_default_and_a_bad_value():
     from dynik_ros.retarget.config import RetargetConfigError, config_from_dict
 
     data = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "g1.yaml").read_text())
-    assert config_from_dict(data).contact.swing_weight == 1.0
+    assert config_from_dict(data).contact.swing_weight == 0.1
     rt = Retargeter.from_config("g1")
+    m, _ = rt.motion_measurements(_one_leg_sway(duration=0.05))
+    assert m[0].weight_scale is not None  # on by default: the swing foot's rows scaled
+    data["contact"]["swing_weight"] = 1.0
+    rt.config = config_from_dict(data)
     m, _ = rt.motion_measurements(_one_leg_sway(duration=0.05))
     assert m[0].weight_scale is None  # off: the measurements as before
     data["contact"]["swing_weight"] = 0.2

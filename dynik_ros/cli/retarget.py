@@ -234,13 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--stance",
         choices=("weighted", "hard"),
-        help="feet flat in contact: weighted targets (the maps' default) or hard QP rows (stance_rows.py)",
+        help="feet flat in contact: weighted targets or hard QP rows (the maps' default) (stance_rows.py)",
     )
     parser.add_argument(
         "--anchor",
         choices=("human", "robot"),
-        help="where a held foot stays once its contact is flat: where the human-derived target landed (the "
-        "maps' default) or where the robot's own sole is then (retarget/robot_anchor.py)",
+        help="where a held foot stays once its contact is flat: where the human-derived target landed or "
+        "where the robot's own sole is then (the maps' default) (retarget/robot_anchor.py)",
     )
     parser.add_argument(
         "--heel-off",
@@ -261,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--reach",
         choices=("on", "off"),
         help="a foot landing farther beside its hip than its ankle roll lets a level sole stand: held nearer "
-        "the hip (on) or where it landed (off: the maps' default) (retarget/leg_reach.py)",
+        "the hip (on: the maps' default) or where it landed (off) (retarget/leg_reach.py)",
     )
     parser.add_argument(
         "--pelvis-reach",
@@ -281,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=finite(positive=True),
         metavar="W",
         help="factor on a foot's position weight while it is in the air, back to 1 as it comes down "
-        "(default: the map's contact.swing_weight, 1) (retarget/swing_weight.py)",
+        "(default: the map's contact.swing_weight, 0.1) (retarget/swing_weight.py)",
     )
     parser.add_argument(
         "--held-gain",

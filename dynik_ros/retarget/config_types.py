@@ -139,12 +139,12 @@ class ContactSpec:
     heel_off_noise: float = 4.0
     toe: str = "flat"
     toe_angle: float = 30.0
-    stance: str = "weighted"
-    anchor: str = "human"
-    reach: bool = False
+    stance: str = "hard"
+    anchor: str = "robot"
+    reach: bool = True
     pelvis_reach: bool = False
     floor_rows: bool = True
-    swing_weight: float = 1.0
+    swing_weight: float = 0.1
     held_gain: float = 40.0
     held_tilt_gain: float = 20.0
     blend_shape: str = "smooth"
