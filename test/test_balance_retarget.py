@@ -71,12 +71,13 @@ def test_sole_polygon_widens_the_heel_toe_line():
     assert sole_polygon(line, 0.0) == line  # no width: the points once (no doubled floor rows)
 
 
-@pytest.mark.parametrize("swing", [[], ["--swing-weight", "0.1"]])
+@pytest.mark.parametrize("swing", [[], ["--swing-weight", "1"]])
 def test_balanced_walk_keeps_the_com_over_the_feet_of_the_written_trajectory(tmp_path, swing):
     """dynik-retarget --balance on 3 s of the synthetic walk (G1): the CoM of every written q with a foot in
     contact is >= 1 cm inside the polygon of the feet in contact at that q (recomputed here from the
-    written trajectory with pinocchio); without --balance it is not. With ``--swing-weight 0.1`` too: the
-    plan keeps the feet's weights (a light swing foot landed behind the target the CoM was led to)."""
+    written trajectory with pinocchio); without --balance it is not. With the maps' swing weight 0.1 as with
+    ``--swing-weight 1``: the plan keeps the feet's weights (a light swing foot landed behind the target the
+    CoM was led to)."""
     from dynik_ros.cli.retarget import main
     from dynik_ros.retarget.registry import load_robot
 

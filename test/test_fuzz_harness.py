@@ -545,14 +545,13 @@ def test_the_rig_leaves_a_context_whose_node_teardown_blocks(rig_module, private
 
 def test_the_link_state_fuzzer_drives_a_retargeting_ik_node(fuzz, tmp_path):
     """``--robot``: the fuzz goes through ik_node retargeting to G1 (contact rules, toe-off noise estimate,
-    with ``anchor: robot`` and ``reach`` on: the options no fuzz reached, Human66 has no retargeter), judged
-    on G1's limits: healthy nodes pass; a bridge commanding 3x too fast is caught."""
+    with ``anchor: robot``, ``reach`` on and hard stance rows, the maps' defaults; Human66 has no
+    retargeter), judged on G1's limits: healthy nodes pass; a bridge commanding 3x too fast is caught."""
     import yaml
 
     from dynik_ros.retarget.registry import find_robot_yaml
 
     data = yaml.safe_load(find_robot_yaml("g1").read_text())
-    data["contact"].update(anchor="robot", reach=True)
     data["robot"]["name"] = "g1_fuzz"
     path = tmp_path / "g1_fuzz.yaml"
     path.write_text(yaml.safe_dump(data))

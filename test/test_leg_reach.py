@@ -39,9 +39,13 @@ def _straddle(duration: float = 3.0, rate: float = 100.0, lean: float = LEAN):
     return dataclasses.replace(motion, positions=p, rotations=r)
 
 
-def _with_reach(reach: bool) -> Retargeter:
+# the weighted stance targets the leg reach was built on (the maps' defaults before issue 9's combination)
+WEIGHTED = {"stance": "weighted", "anchor": "human", "swing_weight": 1.0}
+
+
+def _with_reach(reach: bool, **contact) -> Retargeter:
     rt = Retargeter.from_config("g1")
-    spec = dataclasses.replace(rt.config.contact, reach=reach)
+    spec = dataclasses.replace(rt.config.contact, reach=reach, **contact)
     rt.config = dataclasses.replace(rt.config, contact=spec)
     rt.contact.spec = spec
     return rt
@@ -77,22 +81,24 @@ def test_the_lean_bounds_are_the_ankle_roll_joints_limits_less_the_margin(name):
 
 
 def test_a_straddle_beyond_the_ankle_roll_is_held_nearer_the_hips_on_level_soles():
-    """Legs leaning 25 deg out (G1's ankle roll: +-15 deg): with contact.reach on, both written soles are
-    level within 3 deg once the touch-down blend is over, the feet at most 15 deg of lean from the hips
-    (measured: 0.05 deg, 13.0-13.5 deg); without it (the maps' default, the rule before) the legs lean
-    20.4 deg and the soles roll 5.0 deg, the ankle rolls on their limits."""
+    """Legs leaning 25 deg out (G1's ankle roll: +-15 deg), weighted stance targets: with contact.reach on,
+    both written soles are level within 3 deg once the touch-down blend is over, the feet at most 15 deg of
+    lean from the hips (measured: 0.05 deg, 13.0-13.5 deg); without it (the rule before) the legs lean 20.4
+    deg and the soles roll 5.0 deg, the ankle rolls on their limits. The maps' defaults (reach on, hard stance
+    rows) hold them as reach on does."""
     motion = _straddle()
     results = {}
-    for reach in (True, False):
-        rt = _with_reach(reach)
+    for key, reach, contact in ((True, True, WEIGHTED), (False, False, WEIGHTED), ("defaults", True, {})):
+        rt = _with_reach(reach, **contact)
         out = rt.retarget_motion(motion, settle=1.0)
         late = out.times - out.times[0] >= 0.5
         assert (out.contacts[late] >= 0).all()  # both feet stand the whole time
-        results[reach] = [_written_feet(rt, out.q[late], f) for f in range(2)]
+        results[key] = [_written_feet(rt, out.q[late], f) for f in range(2)]
     for f, sign in ((0, 1.0), (1, -1.0)):
-        tilt, lean = results[True][f]
-        assert tilt.max() <= 3.0
-        assert (sign * lean).max() <= 15.0
+        for held in (True, "defaults"):
+            tilt, lean = results[held][f]
+            assert tilt.max() <= 3.0, (held, tilt.max())
+            assert (sign * lean).max() <= 15.0, (held, (sign * lean).max())
         old_tilt, old_lean = results[False][f]
         assert old_tilt.min() >= 4.5 and (sign * old_lean).min() >= 19.0
 
@@ -111,7 +117,7 @@ def test_every_contact_setting_survives_a_saved_map(tmp_path):
             changed[f.name] = not value
         elif isinstance(value, float):
             changed[f.name] = value + 0.5  # keeps height_off >= height_on and speed_off >= speed_on
-    changed.update(toe="pitch", stance="hard", anchor="robot", blend_shape="linear")
+    changed.update(toe="pitch", stance="weighted", anchor="human", blend_shape="linear")
     config = dataclasses.replace(rt.config, contact=dataclasses.replace(rt.config.contact, **changed))
     assert set(changed) == {f.name for f in dataclasses.fields(ContactSpec)}
     loaded = load_retarget_config(save_retarget_config(config, tmp_path / "g1_saved.yaml"))

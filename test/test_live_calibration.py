@@ -79,7 +79,8 @@ def test_calibrate_after_starts_the_ik_on_the_streams_subject(h):
     """``calibrate_after:=1.5``: nothing is published for the stream's first 1.5 s; at the sample 1.5 s after
     the first the retargeter's calibration is ``Retargeter.calibrate(skeleton_tpose(those 91 samples))``
     (1e-9) and from that sample on the published configurations are ``retarget_motion``'s on the samples from
-    there with that calibration (1e-6, as any stream start: ``test_stream_steps.py``). Its held soles, forward
+    there with that calibration (1e-4: with hard stance rows, the maps' default, OSQP's tolerance grows the
+    messages' rounding at the landings, 8.2e-6 rad here; ``test_stream_steps.py``). Its held soles, forward
     kinematics of the published configurations, stay under 5 mm above the floor while flat; the human
     model's calibration on the same samples (the node without ``calibrate_after``) leaves them over 10 mm
     (without the held foot's gain: :func:`_on_the_model`)."""
@@ -100,7 +101,7 @@ def test_calibrate_after_starts_the_ik_on_the_streams_subject(h):
     assert solver.calibration_time > 0.0
     rest = _from(motion, stamps, k)
     result = offline.retarget_motion(rest, evaluate=False)
-    np.testing.assert_allclose(published[1:], result.q[1:], atol=1e-6)
+    np.testing.assert_allclose(published[1:], result.q[1:], atol=1e-4)
     np.testing.assert_allclose(published[0], offline.initial_configuration(), atol=1e-9)
     subject = _held_sole_float_mm(offline, published, rest.times, result.contacts)
     model = _on_the_model()
@@ -125,7 +126,9 @@ def test_calibrate_on_the_motion_mid_stream_converges_to_the_offline_path(h):
     robot is re-aligned where it stands (no jump: the published joints within their velocity limits) and its
     published joints converge to those of ``retarget_motion`` calibrated so from the start (the world
     alignment differs, so the joints and the base height are compared): more than 0.01 rad apart at the call,
-    within 1e-4 rad and 1e-5 m over the last second. From 1 s after the call its held soles stay within 5 mm
+    within 1e-3 rad and 1e-5 m over the last second (a steady 2.9e-4 rad remains: with ``anchor: robot``, the
+    maps' default, a hold is where the robot's sole was when its contact turned flat, so the path before the
+    call lingers in the holds). From 1 s after the call its held soles stay within 5 mm
     of the floor (over 10 mm on the model: :func:`_on_the_model`)."""
     from dynik_ros.nodes.ik_node import IKNode
 
@@ -158,7 +161,7 @@ def test_calibrate_on_the_motion_mid_stream_converges_to_the_offline_path(h):
     gap = np.abs(published[:, 7:] - result.q[:, 7:]).max(axis=1)
     height = np.abs(published[:, 2] - result.q[:, 2])
     last = whole.times >= whole.times[-1] - 1.0
-    assert gap[call] > 1e-2 and gap[last].max() < 1e-4 and height[last].max() < 1e-5, (
+    assert gap[call] > 1e-2 and gap[last].max() < 1e-3 and height[last].max() < 1e-5, (
         gap[call],
         gap[last].max(),
     )
