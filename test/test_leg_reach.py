@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pinocchio as pin
 import pytest
+from take_tools import FEET_BEFORE_ISSUE_9
 
 from dynik_ros.retarget.leg_reach import ankle_roll_lean
 from dynik_ros.retarget.retargeter import Retargeter
@@ -39,8 +40,7 @@ def _straddle(duration: float = 3.0, rate: float = 100.0, lean: float = LEAN):
     return dataclasses.replace(motion, positions=p, rotations=r)
 
 
-# the weighted stance targets the leg reach was built on (the maps' defaults before issue 9's combination)
-WEIGHTED = {"stance": "weighted", "anchor": "human", "swing_weight": 1.0}
+WEIGHTED = {k: v for k, v in FEET_BEFORE_ISSUE_9.items() if k != "reach"}  # what the leg reach was built on
 
 
 def _with_reach(reach: bool, **contact) -> Retargeter:

@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pinocchio as pin
 import pytest
+from take_tools import FEET_BEFORE_ISSUE_9
 
 from dynik_ros.io.human_motion import finite_difference_twists
 from dynik_ros.retarget.pelvis_reach import (
@@ -163,8 +164,7 @@ def _retargeter(on: bool, **contact) -> Retargeter:
     return rt
 
 
-# the weighted stance targets the pelvis reach was built for (the maps' defaults before hard stance rows)
-WEIGHTED = {"stance": "weighted", "anchor": "human", "reach": False, "swing_weight": 1.0}
+WEIGHTED = FEET_BEFORE_ISSUE_9  # the weighted stance targets the pelvis reach was built for
 
 
 def test_a_stance_leg_leaning_out_during_the_contact_keeps_a_level_sole_with_the_pelvis_moved_back():

@@ -8,6 +8,7 @@ import dataclasses
 
 import numpy as np
 import pinocchio as pin
+from take_tools import FEET_BEFORE_ISSUE_9
 
 from dynik_ros.retarget.retargeter import Retargeter
 
@@ -25,9 +26,7 @@ def _spin_on_one_foot(rt: Retargeter):
 
     # the right foot in the air at its full weight (swing_weight 1, no leg reach): it drives the hip yaws to
     # their limits (with the maps' swing weight 0.1 on 14 % of the samples instead of 27 %)
-    contact = dataclasses.replace(
-        rt.config.contact, stance="hard", anchor="human", reach=False, swing_weight=1.0
-    )
+    contact = dataclasses.replace(rt.config.contact, **{**FEET_BEFORE_ISSUE_9, "stance": "hard"})
     rt.config = dataclasses.replace(rt.config, contact=contact)
     rt.contact.spec = contact
     rt.reset()

@@ -9,7 +9,11 @@ import math
 
 import numpy as np
 import pytest
-from take_tools import assert_row_field_acts_as_the_target_change, assert_row_field_refuses
+from take_tools import (
+    FEET_BEFORE_ISSUE_9,
+    assert_row_field_acts_as_the_target_change,
+    assert_row_field_refuses,
+)
 from test_pelvis_reach import _one_leg_sway, _right_stance_sole
 
 from dynik_ros.io.human_motion import finite_difference_twists
@@ -66,7 +70,7 @@ def test_a_foot_in_the_air_out_of_reach_no_longer_rolls_the_stance_sole():
         rt = Retargeter.from_config("g1")
         if stance is not None:
             contact = dataclasses.replace(
-                rt.config.contact, stance=stance, anchor="human", reach=False, swing_weight=weight
+                rt.config.contact, **{**FEET_BEFORE_ISSUE_9, "stance": stance, "swing_weight": weight}
             )
             rt.config = dataclasses.replace(rt.config, contact=contact)
         out = rt.retarget_motion(motion, settle=1.0)
