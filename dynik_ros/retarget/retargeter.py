@@ -278,7 +278,9 @@ class Retargeter(StreamInput):
         balanced = BalancedTargets(self, self.config.balance)
         out = balanced.apply(times, measurements, flags)
         self.zmp_plan = balanced.zmp_plan
-        return out
+        # no swing weight under a balance plan (it leads the CoM to where the swing foot's target lands,
+        # swing_weight.py): measurements computed without the plan carry its factors
+        return [m if m.weight_scale is None else replace(m, weight_scale=None) for m in out]
 
     def make_ik(self, config: DynamicalIKConfig | None = None, q0: np.ndarray | None = None) -> DynamicalIK:
         """A :class:`DynamicalIK` for the robot and these targets, from :meth:`initial_configuration` (also
