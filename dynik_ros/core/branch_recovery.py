@@ -25,7 +25,11 @@ scheme changes that; only a non-local move does.
 
 A target the robot cannot reach leaves the shadow no better than the main IK: no transfer happens and the
 next trial waits ``cooldown`` seconds, so an unreachable motion costs a trial's CPU now and then and never
-makes the robot wander. Cost: one extra IK step per sample while a trial or transfer runs, none otherwise.
+makes the robot wander. A trial also stops (with the cooldown) once, after ``settle_trial``, the shadow is
+back within ``arrival`` of the main IK on every joint: it has found the main IK's own branch, and a transfer
+would end at once. On real captures the scaled human is never tracked exactly, the error stays above the
+threshold and trials start every few seconds; this keeps each one short. Cost: one extra IK step per
+sample while a trial or transfer runs, none otherwise.
 """
 
 from __future__ import annotations
@@ -138,17 +142,22 @@ class BranchRecovery:
         self.shadow.step(measurements, dt)
         shadow_error = self.shadow.last_error
         if self.state == self.TRIAL:
-            if self._timer >= c.settle_trial and shadow_error < c.improvement * error:
+            settled = self._timer >= c.settle_trial
+            if settled and shadow_error < c.improvement * error:
                 self.state, self._timer = self.TRANSFER, 0.0
                 self.transfers += 1
-            elif self._timer >= c.trial:
+            elif self._timer >= c.trial or (settled and self._rejoined(joint_positions)):
                 self._stop(cooldown=True)
             return
-        arrived = np.max(np.abs(self.shadow.joint_positions - joint_positions)) <= c.arrival
-        if arrived or error <= max(2.0 * shadow_error, 0.1 * c.threshold):
+        if self._rejoined(joint_positions) or error <= max(2.0 * shadow_error, 0.1 * c.threshold):
             self._stop(cooldown=False)
         elif self._timer >= c.transfer_timeout:
             self._stop(cooldown=True)
+
+    def _rejoined(self, joint_positions: np.ndarray) -> bool:
+        """Whether the shadow is back within ``arrival`` of the main IK on every joint: it has found the main
+        IK's own branch, so no transfer can come of this trial (one would end at once, arrived)."""
+        return bool(np.max(np.abs(self.shadow.joint_positions - joint_positions)) <= self.config.arrival)
 
     def _stop(self, cooldown: bool) -> None:
         self.state, self._above, self._timer = self.IDLE, 0.0, 0.0
