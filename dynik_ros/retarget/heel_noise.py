@@ -24,6 +24,7 @@ Interpolated IK steps of a sparse take (:mod:`.ik_steps`) are not measurements a
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from collections import deque
 
 WINDOW = 2.0  # s of the foot's in-contact samples the estimate is taken over
@@ -37,6 +38,7 @@ class HeelToeNoise:
     def __init__(self) -> None:
         self.previous: tuple[tuple[float, float], ...] = ()  # the last two measured (time, d)
         self.curvature: deque[tuple[float, float]] = deque()  # (time, |Delta^2 d|) in contact
+        self._sorted: list[float] = []  # the same |Delta^2 d| values, kept sorted for the median
         self.sparse = False  # the last interval between measured samples was longer than SPACING
 
     def add(self, t: float, d: float, in_contact: bool) -> None:
@@ -44,11 +46,13 @@ class HeelToeNoise:
         if in_contact and len(self.previous) == 2 and t - self.previous[0][0] <= 2.0 * SPACING + 1e-9:
             (t0, d0), (t1, d1) = self.previous
             if t1 - t0 <= SPACING + 1e-9:
-                self.curvature.append((t, abs(d - 2.0 * d1 + d0)))
+                value = abs(d - 2.0 * d1 + d0)
+                self.curvature.append((t, value))
+                insort(self._sorted, value)
         self.sparse = bool(self.previous) and t - self.previous[-1][0] > SPACING + 1e-9
         self.previous = (self.previous[-1], (t, d)) if self.previous else ((t, d),)
         while self.curvature and self.curvature[0][0] < t - WINDOW:
-            self.curvature.popleft()
+            del self._sorted[bisect_left(self._sorted, self.curvature.popleft()[1])]
 
     def std(self) -> float:
         """``s_hat`` (m); 0 on a stream sparser than :data:`SPACING`, infinite with no second difference in
@@ -58,6 +62,6 @@ class HeelToeNoise:
             return 0.0
         if n == 0:
             return math.inf
-        values = sorted(c for _, c in self.curvature)
+        values = self._sorted
         median = values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
         return median / _MEDIAN_TO_STD

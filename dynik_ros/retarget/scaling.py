@@ -114,6 +114,14 @@ def blend_in(x: float, shape: str) -> tuple[float, float]:
     return smoothstep(x) if shape == "smooth" else (x, 1.0)
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x b`` of two 3-vectors in float arithmetic, the same operations as ``np.cross`` (which costs
+    about ten times more on a single pair: it is called for every held foot at every sample)."""
+    a0, a1, a2 = a.tolist()
+    b0, b1, b2 = b.tolist()
+    return np.array((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0))
+
+
 def _wrap(angle: float) -> float:
     """``angle`` (rad) in ``[-pi, pi)``."""
     return (angle + math.pi) % (2.0 * math.pi) - math.pi
@@ -542,7 +550,7 @@ class FootContact:
             lever = points[j]
             beta = self._blend_share(f, t)  # the shift into reach moves in over blend_time
             target[:] = self.anchor[f] - lever - (1.0 - beta) * self.reach[f]
-            rate[:] = -np.cross(omegas[f], lever) + (self.reach[f] / blend if beta < 1.0 else 0.0)
+            rate[:] = -_cross(omegas[f], lever) + (self.reach[f] / blend if beta < 1.0 else 0.0)
             self._turn_leg(f, k, beta * self.reach_turn[f])
             self.last[f] = target.copy()
             flags[f] = j
@@ -560,6 +568,6 @@ class FootContact:
         if target[2] < floor:
             target[2] = floor
             # the floor's own rate as the foot turns: the lowest point's height is -(w x lever)_z
-            floor_rate = -float(np.cross(omegas[f], points[j])[2])
+            floor_rate = -float(_cross(omegas[f], points[j])[2])
             rate[2] = max(rate[2], floor_rate, 0.0)
         self.last[f] = target.copy()
