@@ -410,25 +410,57 @@ def _cpu_of_child(command: list[str], ok_codes: tuple[int, ...] = (0, 1)) -> tup
     return cpu, wall, done.stdout
 
 
-def speed_target(seconds: float, rate: float, robot: str, repeats: int = 1) -> None:
-    """Write a synthetic walk of ``seconds`` at ``rate`` as BVH and MVNX, then measure reading + retargeting
-    (the issue's target: a 60 s, 120 Hz capture in <= 10 s on one core, video excluded) as the **CPU time**
-    of a fresh ``dynik-retarget`` process (imports included, no bag, no plots) with one numpy/OpenMP thread,
-    and its wall time; then the same steps in a second process, each phase's CPU time."""
+def palindrome(motion, seconds: float):
+    """A real capture played forward, backward, forward... (every frame a measured one, no jump at the turns)
+    for ``seconds`` at its own mean rate; the reversed frames' velocities change sign."""
+    from dynik_ros.io.human_motion import HumanMotion
+
+    n = len(motion.times)
+    rate = (n - 1) / float(motion.times[-1] - motion.times[0])
+    cycle = np.r_[np.arange(n), np.arange(n - 2, 0, -1)]
+    sign = np.r_[np.ones(n), -np.ones(n - 2)]
+    count = int(round(seconds * rate))
+    index, factor = np.resize(cycle, count), np.resize(sign, count)[:, None, None]
+    return HumanMotion(
+        name=f"{motion.name} (forward and back, {seconds:g} s)",
+        times=np.arange(count) / rate,
+        links=list(motion.links),
+        positions=motion.positions[index],
+        rotations=motion.rotations[index],
+        linear_velocities=factor * motion.linear_velocities[index],
+        angular_velocities=factor * motion.angular_velocities[index],
+    )
+
+
+def speed_target(
+    seconds: float, rate: float, robot: str, repeats: int = 1, capture: Path | None = None
+) -> None:
+    """Write a synthetic walk of ``seconds`` at ``rate`` (or the real ``capture`` played forward and back
+    for ``seconds``, :func:`palindrome`) as BVH and MVNX, then measure reading + retargeting (the issue's
+    target: a 60 s, 120 Hz capture in <= 10 s on one core, video excluded) as the **CPU time** of a fresh
+    ``dynik-retarget`` process (imports included, no bag, no plots) with one numpy/OpenMP thread, and its
+    wall time; then the same steps in a second process, each phase's CPU time."""
     from dynik_ros.io.bvh import builtin_skeleton_maps, write_bvh
+    from dynik_ros.io.motion_files import read_motion_file
     from dynik_ros.io.mvnx import write_mvnx
     from dynik_ros.retarget.human import synthetic_human_motion
 
-    walk = synthetic_human_motion("walking", duration=seconds, rate=rate)
+    if capture is None:
+        walk = synthetic_human_motion("walking", duration=seconds, rate=rate)
+        what = "synthetic walk"
+    else:
+        walk = palindrome(read_motion_file(capture), seconds)
+        what = f"{capture.name} forward and back"
     names = {m.name: m.segments for m in builtin_skeleton_maps()}["cmu"]
     per_60 = 60.0 / seconds
+    frames_rate = (len(walk.times) - 1) / float(walk.times[-1])
     with tempfile.TemporaryDirectory() as tmp:
         files = [
             write_bvh(walk, Path(tmp) / "walk.bvh", names=names),
             write_mvnx(walk, Path(tmp) / "walk.mvnx"),
         ]
         print(
-            f"\n== speed: synthetic walk, {seconds:g} s at {rate:g} Hz ({len(walk.times)} frames), {robot}; "
+            f"\n== speed: {what}, {seconds:g} s at {frames_rate:g} Hz ({len(walk.times)} frames), {robot}; "
             f"CPU seconds of one process (OMP_NUM_THREADS=1), target {SPEED_TARGET_S:g} s per 60 s"
         )
         for path in files:
@@ -458,6 +490,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pair", nargs=2, type=Path, metavar=("MVNX", "BVH"))
     parser.add_argument("--speed", type=float, metavar="SECONDS", help="time a synthetic walk this long")
     parser.add_argument("--rate", type=float, default=120.0, help="rate of --speed, Hz")
+    parser.add_argument(
+        "--speed-capture", type=Path, metavar="FILE", help="--speed: this real capture, forward and back"
+    )
     parser.add_argument("--repeats", type=int, default=1, help="--speed: runs of the whole process per file")
     parser.add_argument("--phases", type=Path, help=argparse.SUPPRESS)  # the child of --speed
     parser.add_argument("--quick", action="store_true", help="the committed CMU excerpt only")
@@ -487,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.pair:
         report_pair(*args.pair)
     if args.speed:
-        speed_target(args.speed, args.rate, args.robot, args.repeats)
+        speed_target(args.speed, args.rate, args.robot, args.repeats, args.speed_capture)
     return 0
 
 
