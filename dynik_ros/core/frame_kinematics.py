@@ -17,6 +17,10 @@ from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.so3 import orientation_log_residual_world, orientation_residual_world
 from dynik_ros.core.targets import TargetSet
 
+_NEXT, _LAST = np.array([1, 2, 0]), np.array([2, 0, 1])  # (b, c) of each axis a in (a, b, c) cyclic
+# -S(d) row by row as indices into (d, -d, 0): ((0, d_z, -d_y), (-d_z, 0, d_x), (d_y, -d_x, 0))
+_MINUS_SKEW = np.array([6, 2, 4, 5, 6, 0, 1, 3, 6])
+
 
 class FrameKinematics:
     """Poses and world-aligned Jacobians of ``position_frames`` (linear rows) and ``orientation_frames``
@@ -54,6 +58,7 @@ class FrameKinematics:
         self._ori_src_flat = np.ravel_multi_index(self._ori_src, (6, nv), order="F")
         self._ori_dst_flat = np.ravel_multi_index((self._ori_rows, self._ori_src[1]), self.jacobian.shape)
         self._jacobian_flat = self.jacobian.reshape(-1)  # a view
+        self._zero_column = np.zeros((self._n_pos, 1))
         if nb:
             self.jacobian[: 3 * self._n_pos, :3] = np.tile(np.eye(3), (self._n_pos, 1))
             self.jacobian[3 * self._n_pos :, 3:6] = np.tile(np.eye(3), (len(self.orientation_ids), 1))
@@ -108,22 +113,16 @@ class FrameKinematics:
         out = self.jacobian
         if npos:
             p = self._positions_all[:npos]
-            view = out[: 3 * npos, nb:].reshape(npos, 3, -1)  # (frame, axis, column)
-            px, py, pz = p[:, 0:1], p[:, 1:2], p[:, 2:3]
-            wx, wy, wz = ang[0][None, :], ang[1][None, :], ang[2][None, :]
-            # velocity of point p: v_O + omega x p, for every joint column and every frame at once.
-            view[:, 0, :] = (lin[0][None, :] + wy * pz - wz * py) * self._support_pos
-            view[:, 1, :] = (lin[1][None, :] + wz * px - wx * pz) * self._support_pos
-            view[:, 2, :] = (lin[2][None, :] + wx * py - wy * px) * self._support_pos
-            out[: 3 * npos, nb:] = view.reshape(3 * npos, -1)
+            # velocity of point p: v_O + omega x p, for every joint column and every frame at once:
+            # axis a gets (lin_a + w_b p_c) - w_c p_b with (a, b, c) cyclic (frame, axis, column)
+            velocity = lin + ang[_NEXT] * p[:, _LAST, None] - ang[_LAST] * p[:, _NEXT, None]
+            velocity *= self._support_pos[:, None, :]
+            out[: 3 * npos, nb:] = velocity.reshape(3 * npos, -1)
             if nb:
-                # d/d omega_B of (p_B_dot + omega_B x (p - p_B)) = -S(p - p_B)
+                # d/d omega_B of (p_B_dot + omega_B x (p - p_B)) = -S(p - p_B): the entries of d, -d and 0
                 d = p - base_position
-                skew_rows = np.zeros((npos, 3, 3))
-                skew_rows[:, 0, 1], skew_rows[:, 0, 2] = d[:, 2], -d[:, 1]
-                skew_rows[:, 1, 0], skew_rows[:, 1, 2] = -d[:, 2], d[:, 0]
-                skew_rows[:, 2, 0], skew_rows[:, 2, 1] = d[:, 1], -d[:, 0]
-                out[: 3 * npos, 3:6] = skew_rows.reshape(3 * npos, 3)
+                entries = np.concatenate((d, -d, self._zero_column), axis=1)
+                out[: 3 * npos, 3:6] = entries[:, _MINUS_SKEW].reshape(3 * npos, 3)
         # angular rows: the world angular velocity of every supporting joint column, copied in place
         if jw.flags.f_contiguous:
             self._jacobian_flat[self._ori_dst_flat] = jw.reshape(-1, order="F")[self._ori_src_flat]
