@@ -185,6 +185,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
                 np.full(self.targets.n_orientation, self.config.max_angular_speed),
             )
         )
+        self._squared_speed_caps = self._speed_caps * self._speed_caps
         self.weights = self.targets.weights()
         nb, n = robot.base_dofs, robot.n_joints
         rows = [np.hstack((np.zeros((n, nb)), np.eye(n)))]
@@ -451,12 +452,16 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         residual = pose_residual(
             positions, rotations, ref_pos, ref_rot, self.config.orientation_residual == "log"
         )
-        feed_forward = np.concatenate(
-            (
-                _zeros_if_none(measurements.linear_velocities, self.targets.n_position),
-                _zeros_if_none(measurements.angular_velocities, self.targets.n_orientation),
+        linear, angular = measurements.linear_velocities, measurements.angular_velocities
+        if linear is not None and angular is not None:  # both measured: flattened and joined in one call
+            feed_forward = np.concatenate((linear, angular), axis=None)
+        else:
+            feed_forward = np.concatenate(
+                (
+                    _zeros_if_none(linear, self.targets.n_position),
+                    _zeros_if_none(angular, self.targets.n_orientation),
+                )
             )
-        )
         gains = self.gains if measurements.min_gain is None else np.maximum(self.gains, measurements.min_gain)
         gains = np.minimum(gains, self.config.max_gain_dt / dt)
         corrected = self._capped(feed_forward + gains * residual)  # v* of eq. (9)
@@ -508,8 +513,8 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         nu = solution.nu
         nb, n = self.robot.base_dofs, self.robot.n_joints
         if solution.solved:
-            if self._expansion is None:
-                nu[nb:] = np.clip(nu[nb:], self._lower[:n], self._upper[:n])
+            if self._expansion is None:  # (np.clip's own result, without its wrappers)
+                nu[nb:] = np.minimum(np.maximum(nu[nb:], self._lower[:n]), self._upper[:n])
             else:
                 low, high = self._free_bounds()
                 nu[nb:] = self._columns @ np.clip(nu[nb:][self._free_rows], low, high)
@@ -546,10 +551,9 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         the QP solves normally; unscaled, such values make OSQP fail on that step and the next ones."""
         rows = velocity.reshape(-1, 3)
         squares = np.einsum("ij,ij->i", rows, rows)
-        caps = self._speed_caps
-        if (squares <= caps * caps).all():
+        if (squares <= self._squared_speed_caps).all():
             return velocity
-        scale = np.minimum(1.0, caps / np.maximum(np.sqrt(squares), 1e-300))
+        scale = np.minimum(1.0, self._speed_caps / np.maximum(np.sqrt(squares), 1e-300))
         return (rows * scale[:, None]).reshape(-1)
 
     def _reference_pose(self, measurements: Measurements) -> tuple[np.ndarray, np.ndarray]:

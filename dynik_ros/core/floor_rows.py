@@ -131,7 +131,8 @@ class FloorRows:
         IK's stacked ``jacobian`` there (used where the targets allow, see the class docstring)."""
         origins, levers = self._levers(data)
         if jacobian is not None and self._stacked_rows is not None:
-            vertical, ang_x, ang_y = (jacobian[rows] for rows in self._stacked_rows)
+            rows_z, rows_x, rows_y = self._stacked_rows
+            vertical, ang_x, ang_y = jacobian[rows_z], jacobian[rows_x], jacobian[rows_y]
         else:
             vertical, ang_x, ang_y = self._pinocchio_rows(model, data)
         # vertical velocity of the point: v_z + (omega x lever)_z

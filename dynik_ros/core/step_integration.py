@@ -115,7 +115,8 @@ class StepIntegration:
         if self._expansion is not None:  # locked joints exactly still, followers exactly on their leader
             joints = self.robot.apply_reductions(joints)
         previous = self.joint_positions
-        self.joint_positions = np.clip(joints, self.robot.lower, self.robot.upper)
+        # np.clip's result, without its wrappers
+        self.joint_positions = np.minimum(np.maximum(joints, self.robot.lower), self.robot.upper)
         if self._n_coupled:
             self._back_inside_coupled_rows(previous, dt)
         self._past_nu[1:] = self._past_nu[:-1]
