@@ -161,3 +161,74 @@ def test_checked_steps_are_the_validated_steps():
         assert np.array_equal(q1, q2) and np.array_equal(v1, v2)
     with pytest.raises(InvalidMeasurementError):  # unchecked steps still refuse
         checked.step(Measurements(m.positions * np.nan, m.rotations), 1 / 240)
+
+
+def test_log_residual_batches_equal_the_rotation_vector_of_each_pair():
+    """``orientation_log_residual_world`` on batches mixing tiny, small, large and obtuse angles (every branch
+    of its shortcuts in one call) against scipy's rotation vector of ``R* R^T`` per pair (ground truth), and
+    ``vee_of_skew_part`` against the textbook entries."""
+    from scipy.spatial.transform import Rotation
+
+    from dynik_ros.core.so3 import orientation_log_residual_world, vee_of_skew_part
+
+    rng = np.random.default_rng(5)
+    for trial in range(200):
+        n = int(rng.integers(1, 20))
+        model = exp_so3(rng.normal(size=(n, 3)) * 2.0)
+        axes = rng.normal(size=(n, 3))
+        axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+        scales = [1e-9, 1e-7, 1e-5, 1e-3, 0.3, 1.5, 2.0, 3.0] if trial % 2 else [1e-3, 0.3, 1.5]
+        angles = rng.choice(scales, size=n) * rng.uniform(0.5, 1.0, size=n)
+        target = exp_so3(angles[:, None] * axes) @ model
+        log = orientation_log_residual_world(model, target)
+        truth = Rotation.from_matrix(target @ np.swapaxes(model, -1, -2)).as_rotvec()
+        np.testing.assert_allclose(log, truth, rtol=0, atol=1e-12)
+        m = target @ np.swapaxes(model, -1, -2)
+        vee = np.stack([0.5 * np.array((r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1])) for r in m])
+        assert np.array_equal(vee_of_skew_part(m), vee)
+        assert vee_of_skew_part(m).flags.c_contiguous  # einsum's sums over it follow the layout
+
+
+def test_posed_dynamic_rows_are_the_blocks_each_row_set_builds():
+    """The stance and floor rows posed in place (``ExtraTerms._pose``) are, after every step of a walk with
+    hard stance rows and floor rows, what :meth:`StanceRows.bounds` and :meth:`FloorRows.rows` give for the
+    step alone (stance rows centred on ``v*``: priority 1 off), zero, unbounded rows for feet in the air."""
+    import dataclasses
+    import warnings
+    from pathlib import Path
+
+    from dynik_ros.core.dynamical_ik import DynamicalIK
+    from dynik_ros.io.motion_files import read_motion_file
+    from dynik_ros.retarget.retargeter import Retargeter
+
+    rt = Retargeter.from_config("g1")
+    rt.reset()
+    motion = read_motion_file(Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        measurements, contacts = rt.compute(*rt.motion_arrays(motion))
+    base = rt.make_ik()
+    config = dataclasses.replace(base.config, stance_priority=False)
+    ik = DynamicalIK(rt.robot, base.targets, config, base.q, home=base.home)
+    extra = ik.extra
+    assert extra.stance is not None and extra.floor is not None and extra.priority is None
+    stance_start = extra.dynamic_rows - extra.floor.n_rows - extra.stance.n_rows
+    stance_block = slice(stance_start, stance_start + extra.stance.n_rows)
+    floor_block = slice(extra.dynamic_rows - extra.floor.n_rows, None)
+    imposed = 0
+    for k in range(1, min(len(measurements), 240)):
+        ik.step(measurements[k], float(motion.times[k] - motion.times[k - 1]))
+        a, lower, upper = extra.dynamic
+        w0, carried = ik.step_quadrature
+        floor = extra.floor.rows(w0, carried, extra.floor.mode)
+        for part, expected in zip((a, lower, upper), floor, strict=True):
+            assert np.array_equal(part[floor_block], expected)
+        jacobian, centre, _ = extra._task
+        if extra.stance.imposed:
+            imposed += 1
+            stance = extra.stance.bounds(jacobian, centre, w0, carried)
+        else:
+            stance = ik.qp._no_dynamic_rows(extra.stance.n_rows)
+        for part, expected in zip((a, lower, upper), stance, strict=True):
+            assert np.array_equal(part[stance_block], expected)
+    assert imposed > 50  # both kinds of steps were checked
