@@ -232,3 +232,44 @@ def test_posed_dynamic_rows_are_the_blocks_each_row_set_builds():
         for part, expected in zip((a, lower, upper), stance, strict=True):
             assert np.array_equal(part[stance_block], expected)
     assert imposed > 50  # both kinds of steps were checked
+
+
+def test_q_is_the_join_of_the_pose_after_every_way_the_pose_changes():
+    """``DynamicalIK.q`` (joined once per pose) equals ``RobotModel.join`` of the base pose and joints, bit
+    for bit, after steps, ``set_base_pose``, ``rebase``, ``restore_state``, ``reset`` and ``stop``; and a
+    caller writing into the array it got changes neither the IK nor the next ``q``."""
+    import warnings
+
+    from dynik_ros.bench.setups import load_case
+    from dynik_ros.core.dynamical_ik import DynamicalIK
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        case = load_case("g1", "walking", 0.5, 100.0)
+    ik = DynamicalIK(case.robot, case.targets, q0=case.q0)
+
+    def joined() -> np.ndarray:
+        return ik.robot.join(ik.base_position, ik.base_rotation, ik.joint_positions)
+
+    saved = None
+    for k, m in enumerate(case.measurements):
+        q, _ = ik.step(m, 0.01)
+        assert np.array_equal(q, joined()) and np.array_equal(ik.q, joined())
+        q[:] = 0.0  # the caller's copy
+        assert np.array_equal(ik.q, joined()) and np.abs(ik.q).max() > 0
+        if k == 10:
+            saved = ik.save_state()
+        if k == 20:
+            ik.set_base_pose(ik.base_position + 0.1, exp_so3(np.array([0.0, 0.0, 0.3])) @ ik.base_rotation)
+            assert np.array_equal(ik.q, joined())
+        if k == 30:
+            ik.rebase(m, 0.01)
+            assert np.array_equal(ik.q, joined())
+        if k == 35:
+            ik.stop()
+            assert np.array_equal(ik.q, joined())
+    before = ik.q
+    ik.restore_state(saved)
+    assert np.array_equal(ik.q, joined()) and not np.array_equal(ik.q, before)
+    ik.reset(case.q0)
+    assert np.array_equal(ik.q, joined()) and np.array_equal(ik.q, ik.robot.join(*ik.robot.split(case.q0)))

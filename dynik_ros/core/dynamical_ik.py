@@ -56,6 +56,7 @@ settings 4.4 s to their own floor of 2.8e-3), so a switch would only add a mode.
 from __future__ import annotations
 
 import math
+import operator
 import time
 import warnings
 from collections.abc import Sequence
@@ -236,6 +237,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         self.recovery = BranchRecovery(self.config.branch_recovery, self._shadow_at)
         self._regularization = (np.zeros(robot.nv), np.zeros(robot.nv))
         self._base_velocity: tuple[np.ndarray, float] | None = None  # set_base_velocity, for one step
+        self._joined: tuple[tuple, np.ndarray] | None = None  # (pose arrays, q): see q
         self.reset(q0)
 
     # ----------------------------------------------------------------- state
@@ -300,8 +302,17 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
 
     @property
     def q(self) -> np.ndarray:
-        """Current configuration in pinocchio's layout ``(p, quaternion xyzw, s)``."""
-        return self.robot.join(self.base_position, self.base_rotation, self.joint_positions)
+        """Current configuration in pinocchio's layout ``(p, quaternion xyzw, s)``, a new array.
+
+        Joined once per pose (the step, the next step and the caller between them read it: three joins,
+        each converting the base rotation to a quaternion, became one): the base pose and the joints are
+        always replaced by new arrays, never written in place, so the arrays themselves say whether the
+        pose changed."""
+        state = (self.base_position, self.base_rotation, self.joint_positions)
+        cached = self._joined
+        if cached is None or not all(map(operator.is_, cached[0], state)):
+            cached = self._joined = (state, self.robot.join(*state))
+        return cached[1].copy()
 
     @property
     def joint_velocities(self) -> np.ndarray:
