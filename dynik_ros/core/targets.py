@@ -20,6 +20,8 @@ from dynik_ros.core.so3 import determinant, orthonormality_error
 Vector3 = tuple[float, float, float]
 _IDENTITY = np.eye(3)
 _IDENTITY.flags.writeable = False
+# flat indices (row-major 3x3) of the positive and the negative products of det R
+_LEIBNIZ = np.array([[[0, 4, 8], [1, 5, 6], [2, 3, 7]], [[2, 4, 6], [1, 3, 8], [0, 5, 7]]])
 
 
 class InvalidMeasurementError(ValueError):
@@ -236,7 +238,10 @@ class Measurements:
             return True
         rotations = self.rotations
         gram = np.swapaxes(rotations, -1, -2) @ rotations
-        # LAPACK's determinant above 1/2 (orthonormal: +-1) leaves no doubt about the sign the full checks
-        # compute; anything else goes to them
-        orthonormal = np.abs(gram - _IDENTITY).max() <= rotation_tolerance
-        return bool(orthonormal and np.linalg.det(rotations).min() > 0.5)
+        if not np.abs(gram - _IDENTITY).max() <= rotation_tolerance:
+            return False
+        # det R by its six products (Leibniz), in one gather: above 1/2 (orthonormal: +-1) it leaves no
+        # doubt about the sign the full checks compute, anything else goes to them (LAPACK's det, one call,
+        # cost 3x as much per step)
+        terms = rotations.reshape(-1, 9)[:, _LEIBNIZ].prod(axis=-1).sum(axis=-1)
+        return bool((terms[:, 0] - terms[:, 1]).min() > 0.5)
