@@ -100,6 +100,8 @@ class FloorRows:
         self.previous = np.zeros(self.n_rows)  # d_{k-1}: heights above the floor at the step's start
         self._jacobian = np.zeros((self.n_rows, robot.nv))  # J_z of each point (mixed coordinates)
         self._bound = np.zeros(self.n_rows)  # b: the rows' bound on J_z m
+        self._unbounded = np.full(self.n_rows, np.inf)  # the rows' upper bounds (read-only)
+        self._unbounded.flags.writeable = False
         self.mode = MODES[0]
         self.counts = dict.fromkeys(MODES[1:], 0)  # steps softened / dropped since construction
 
@@ -163,7 +165,7 @@ class FloorRows:
             return np.zeros_like(self._jacobian), np.full(self.n_rows, -np.inf), np.full(self.n_rows, np.inf)
         bound = self._bound if mode == "hard" else np.minimum(self._bound, 0.0)
         lower = bound - self._jacobian @ carried
-        return w0 * self._jacobian, lower, np.full(self.n_rows, np.inf)
+        return w0 * self._jacobian, lower, self._unbounded
 
 
 def points_of_feet(feet: Sequence, half_width: float) -> tuple[tuple[str, tuple[float, float, float]], ...]:

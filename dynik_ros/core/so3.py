@@ -28,7 +28,7 @@ _VEE_PLUS, _VEE_MINUS = np.array([7, 2, 3]), np.array([5, 6, 1])
 def vee_of_skew_part(m: np.ndarray) -> np.ndarray:
     """``sk(M)^vee`` with ``sk(M) = (M - M^T)/2`` (sec. 2.1), for ``M`` of shape ``(..., 3, 3)`` (two gathers
     of the flattened matrices: a stack of three slices cost 3x as much per solver step)."""
-    flat = np.reshape(m, np.shape(m)[:-2] + (9,))
+    flat = m.reshape(m.shape[:-2] + (9,))
     # row-major like the stack was (the gathers come out column-major; einsum's sums follow the layout)
     return 0.5 * np.subtract(flat[..., _VEE_PLUS], flat[..., _VEE_MINUS], order="C")
 
