@@ -44,6 +44,10 @@ class ExtraTerms:
         self.dynamic_rows += self.stance.n_rows if self.stance is not None else 0
         self.floor = FloorRows(robot, config.floor, ik.targets) if config.floor.enabled else None
         self.dynamic_rows += self.floor.n_rows if self.floor is not None else 0
+        # index of the stance rows' block among the dynamic rows: after the support and loop rows, before the
+        # floor rows
+        self._stance_start = self.dynamic_rows - (self.floor.n_rows if self.floor is not None else 0)
+        self._stance_start -= self.stance.n_rows if self.stance is not None else 0
         self._legs = None  # per stance frame, the joints that move it (its leg: kinematics.support)
         self._secant = None  # the stance rows' Jacobian half-way along the step (stance_secant), own data
         if self.stance is not None:
@@ -192,12 +196,6 @@ class ExtraTerms:
         rows = self.floor.rows(*ik.step_quadrature, mode)
         self._pose(slice(self.dynamic_rows - self.floor.n_rows, None), rows)
 
-    @property
-    def _stance_start(self) -> int:
-        """Index of the stance rows' block among the dynamic rows: after the support and loop rows, before
-        the floor rows."""
-        return self.dynamic_rows - self.stance.n_rows - (self.floor.n_rows if self.floor else 0)
-
     def _with_stance(self, ik) -> None:
         """The stance rows' block posed for this step: the frames in contact bound around ``v*``
         (:mod:`.stance_rows`), centred on ``y*`` of priority 1 with the other dynamic rows as they are posed
@@ -293,10 +291,12 @@ class ExtraTerms:
             self.priority.count_step()
 
     def _meets(self, solution) -> bool:
-        """``solution`` is usable and meets every dynamic row as posed within :data:`~.floor_rows.MISS`."""
+        """``solution`` is usable and meets every dynamic row as posed within :data:`~.floor_rows.MISS`. A
+        main-QP solution that the QP itself found within that of every row (the Cholesky shortcut's check)
+        is not multiplied out again: every posing is solved before it is checked, so its rows are these."""
         if not solution.solved:
             return False
-        if self.dynamic is None:
+        if self.dynamic is None or solution.rows_met_within <= MISS:
             return True
         a, lower, upper = self.dynamic
         rows = a @ solution.nu

@@ -50,6 +50,8 @@ class QPSolution:
     status: str
     iterations: int
     solved: bool
+    # every row of the QP as posed is met within this (the Cholesky shortcut's tolerance; inf: not checked)
+    rows_met_within: float = float("inf")
 
 
 class VelocityQP:
@@ -235,7 +237,7 @@ class VelocityQP:
                 tol = self.settings.shortcut_tolerance
                 if (rows >= lower - tol).all() and (rows <= upper + tol).all():
                     self._last_shortcut = x
-                    return QPSolution(self._full(x), "solved (no active constraint)", 0, True)
+                    return QPSolution(self._full(x), "solved (no active constraint)", 0, True, tol)
         native = self._native
         if self._last_shortcut is not None:
             self._solver.warm_start(x=self._last_shortcut)
