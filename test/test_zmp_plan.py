@@ -175,6 +175,39 @@ def test_relaxed_margin_is_the_bisections_from_one_lp_and_the_plan_osqps(monkeyp
     assert np.abs(same.com - relaxed.com).max() < 1e-4  # 4e-6 m
 
 
+def test_the_relaxed_plan_falls_back_from_piqp_to_highs_and_names_every_failure(monkeypatch):
+    """:func:`exact_plan_at` tries its QP solvers in turn: PIQP stopped at its iteration limit (as it did on
+    the G1 excerpt at x1) leaves the plan to HiGHS, which gives the same plan, its cart-table ZMP (recomputed
+    here) inside every shrunk polygon; with every solver failing, the error names each one's status."""
+    import casadi
+
+    from dynik_ros.retarget import zmp_plan
+
+    times = np.arange(0.0, 0.6 + 1e-9, 0.01)
+    polygons = [sole(0, 0) if t < 0.3 else sole(0.3, 0.35) for t in times]
+    reference = np.zeros((len(times), 2))
+    plugins = []
+    conic = casadi.conic
+    monkeypatch.setattr(
+        casadi, "conic", lambda name, plugin, *a: plugins.append(plugin) or conic(name, plugin, *a)
+    )
+    first = relaxed_plan(times, polygons, Z, reference)
+    assert plugins == ["piqp"]
+    plugins.clear()
+    stopped = ("piqp", {"max_iter": 1}, "solved")
+    monkeypatch.setattr(zmp_plan, "_EXACT", (stopped, zmp_plan._EXACT[1]))
+    second = relaxed_plan(times, polygons, Z, reference)
+    assert plugins == ["piqp", "highs"]
+    assert second.margin == first.margin and np.abs(second.com - first.com).max() < 1e-4
+    p = second.com - Z / GRAVITY * second_differences(second.com, 0.01)
+    for k, polygon in enumerate(polygons):
+        a, b = halfplanes(polygon, second.margin)
+        assert np.all(a @ p[k] <= b + 1e-6), k
+    monkeypatch.setattr(zmp_plan, "_EXACT", (stopped, stopped))
+    with pytest.raises(ZmpPlanError, match=r"unsolved at the .* margin \(piqp: .*; piqp: .*\)"):
+        relaxed_plan(times, polygons, Z, reference)
+
+
 def second_differences(c: np.ndarray, h: float) -> np.ndarray:
     """``c_ddot`` of a plan's CoM by central differences (zero on the first and last sample)."""
     out = np.zeros_like(c)
