@@ -235,7 +235,7 @@ class ExtraTerms:
         for mode in ("softened", "dropped", None):
             if self._meets(solution):
                 break
-            fallback = priority.fallback() if priority is not None else None
+            fallback = priority.fallback(solution, self.dynamic) if priority is not None else None
             if fallback is not None and self._meets(fallback):
                 priority.taken = True
                 return fallback
