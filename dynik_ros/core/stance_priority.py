@@ -22,8 +22,8 @@ feasible by construction (``nu_1`` meets them), the same as the plain rows whene
 (``y* = v*_s``, to ``mu``'s and OSQP's accuracy: well inside ``tol``), and otherwise the sole moves as close
 to its held pose as the whole body's joints allow while every other target gives way. Where the main QP
 still ends without meeting its rows (near a singular leg OSQP needs thousands of iterations; or "solved"
-1-2e-4 outside them, OSQP's accuracy), the step takes ``nu_1`` moved towards the main QP's solution as far as
-the rows allow (:meth:`StancePriority.fallback`, :func:`toward_main`). Priority 1 is a second
+1-2e-4 outside them, OSQP's accuracy), the step takes ``nu_1``, with the main QP's solution on the columns in
+none of the rows (:meth:`StancePriority.fallback`, :func:`toward_main`). Priority 1 is a second
 :class:`~.velocity_qp.VelocityQP` (fixed sparsity from the stance rows' Jacobian pattern, warm started).
 ROS-free.
 """
@@ -34,7 +34,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from dynik_ros.core.floor_rows import MISS
 from dynik_ros.core.stance_rows import StanceRows, on_mean
 from dynik_ros.core.velocity_qp import QPSettings, QPSolution, VelocityQP
 
@@ -130,8 +129,8 @@ class StancePriority:
         self, main: QPSolution | None = None, rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     ) -> QPSolution | None:
         """The step's solution when the main QP ends without meeting its dynamic ``rows`` ``(A, l, u)``:
-        priority 1's ``nu_1`` (it meets the stance rows centred on its ``y*``) moved towards the main QP's
-        solution ``main`` as far as the rows allow (:func:`toward_main`; ``nu_1`` itself without ``main``);
+        priority 1's ``nu_1`` (it meets the stance rows centred on its ``y*``) with the columns in none of the
+        rows from the main QP's solution ``main`` (:func:`toward_main`; ``nu_1`` itself without ``main``);
         ``None`` without a usable ``nu_1``."""
         solution = self._solution
         if solution is None or not solution.solved or not self.state:
@@ -141,31 +140,16 @@ class StancePriority:
             free = ~((rows[0] != 0).any(axis=0) | self._coupled)
             if self._expansion is not None:  # a free joint's columns (mimic followers) move together
                 free = ~(self._expansion[:, (self._expansion[~free]).any(axis=0)]).any(axis=1)
-            nu = toward_main(solution.nu, main.nu, rows, free)
-            status += " towards the main QP"
+            nu = toward_main(solution.nu, main.nu, free)
+            status += ", the main QP's on the free columns"
         return QPSolution(nu, status, solution.iterations, True)
 
 
-def toward_main(
-    first: np.ndarray,
-    main: np.ndarray,
-    rows: tuple[np.ndarray, np.ndarray, np.ndarray],
-    free: np.ndarray,
-    slack: float = 0.5 * MISS,
-) -> np.ndarray:
-    """``nu_1 + D (nu_main - nu_1)``: the columns ``free`` of every row of ``rows`` ``(A, l, u)`` (the arms,
-    trunk and head against the feet's stance and floor rows) take the main QP's solution whole (``D = 1``),
-    the others the largest ``alpha`` in [0, 1] with ``l - slack <= A nu <= u + slack`` (exact: ``A nu`` is
-    linear in ``alpha``; ``nu_1`` is within its rows, and the free columns are in none of them). Taking
-    ``nu_1`` whole stopped every joint outside the stance rows for the step (``nu_1`` is their minimum norm,
-    zero): on the real CMU 131_03 take G1's right wrist, turning at its 22 rad/s limit, stood still on 5 steps
-    whose main QP was "solved" 1.1-2e-4 outside its rows, and the hand fell 83 deg behind its target."""
-    a, lower, upper = rows
-    delta = np.asarray(main, dtype=float) - first
-    held = np.where(free, 0.0, delta)
-    start, change = a @ first, a @ held
-    with np.errstate(divide="ignore", invalid="ignore"):
-        up = np.where(change > 0.0, (upper + slack - start) / change, np.inf)
-        down = np.where(change < 0.0, (lower - slack - start) / change, np.inf)
-    alpha = float(np.clip(min(up.min(initial=np.inf), down.min(initial=np.inf)), 0.0, 1.0))
-    return first + np.where(free, 1.0, alpha) * delta
+def toward_main(first: np.ndarray, main: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """``nu_1`` with the columns ``free`` (in none of the step's dynamic rows: the arms, trunk and head
+    against the feet's stance and floor rows) taken from the main QP's solution: the rows see ``nu_1``'s
+    values, so they are met as ``nu_1`` meets them. Taking ``nu_1`` whole stopped every joint outside the
+    stance rows for the step (``nu_1`` is their minimum norm, zero): on the real CMU 131_03 take G1's right
+    wrist, turning at its 22 rad/s limit, stood still on 5 steps whose main QP was "solved" 1.1-2e-4 outside
+    its rows, and the hand fell 83 deg behind its target."""
+    return np.where(free, main, first)
