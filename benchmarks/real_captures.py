@@ -361,6 +361,7 @@ def speed_phases(path: Path, robot: str) -> None:
         start = now
 
     from dynik_ros.cli import retarget as cli
+    from dynik_ros.core.dynamical_ik import DynamicalIKConfig
     from dynik_ros.io.motion_files import read_motion_file
     from dynik_ros.retarget import Retargeter
     from dynik_ros.retarget.trajectory_errors import trajectory_errors
@@ -368,11 +369,14 @@ def speed_phases(path: Path, robot: str) -> None:
     lap("imports")
     motion = read_motion_file(path)
     lap("read + checks")
+    args = cli.build_parser().parse_args([str(path), "--robot", robot])  # dynik-retarget's own defaults
     rt = Retargeter.from_config(robot)
+    cli.calibrate_as_asked(rt, motion, args)  # as dynik-retarget does: the capture's own subject
     rt.reset()
-    measurements, contacts = rt.compute(*rt.motion_arrays(motion))
-    lap("targets (alignment, scaling, feet, hinges)")
-    result = rt.run(motion.times, measurements, rt.make_ik(), settle=0.2, evaluate=False, contacts=contacts)
+    times, measurements, contacts, _ = rt.step_measurements(motion)
+    lap("targets (calibration, alignment, scaling, feet, hinges)")
+    ik = rt.make_ik(DynamicalIKConfig(integration=args.integration))
+    result = rt.run(times, measurements, ik, settle=0.2, evaluate=False, contacts=contacts)
     lap("IK steps (one QP per sample)")
     feet = rt.config.feet
     errors = trajectory_errors(

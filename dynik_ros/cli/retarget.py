@@ -424,6 +424,29 @@ def _calibrate_on_subject(retargeter: Any, motion: Any) -> None:
     )
 
 
+def calibrate_as_asked(retargeter: Any, motion: Any, args: argparse.Namespace) -> None:
+    """The calibration ``args`` ask for: ``--calibration-frame``; else, with no ``--calibration`` file, the
+    motion file's own calibration frame (MVNX) or the capture's own subject (``--subject capture``)."""
+    if args.calibration_frame is not None:
+        if not 0 <= args.calibration_frame < len(motion):
+            raise ValueError(f"--calibration-frame {args.calibration_frame} outside 0..{len(motion) - 1}")
+        _calibrate(
+            retargeter,
+            motion.sample(args.calibration_frame),
+            f"{motion.name}: frame {args.calibration_frame}",
+            args.force_calibration,
+        )
+    elif args.calibration is None and getattr(motion, "calibration", None):
+        from dynik_ros.io.mvnx import calibration_frame
+
+        kind, poses = calibration_frame(motion) or (None, None)
+        if poses is not None:
+            _calibrate(retargeter, poses, f"{motion.name}: the file's {kind} frame", args.force_calibration)
+            print(f"dynik-retarget: calibrated on the file's {kind} frame", file=sys.stderr)
+    elif args.calibration is None and args.motion is None and args.subject == "capture":
+        _calibrate_on_subject(retargeter, motion)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -485,26 +508,7 @@ def main(argv: list[str] | None = None) -> int:
                 retargeter.config.human.height,
                 retargeter.config.human.mass,
             )
-        if args.calibration_frame is not None:
-            if not 0 <= args.calibration_frame < len(motion):
-                raise ValueError(f"--calibration-frame {args.calibration_frame} outside 0..{len(motion) - 1}")
-            _calibrate(
-                retargeter,
-                motion.sample(args.calibration_frame),
-                f"{motion.name}: frame {args.calibration_frame}",
-                args.force_calibration,
-            )
-        elif args.calibration is None and getattr(motion, "calibration", None):
-            from dynik_ros.io.mvnx import calibration_frame
-
-            kind, poses = calibration_frame(motion) or (None, None)
-            if poses is not None:
-                _calibrate(
-                    retargeter, poses, f"{motion.name}: the file's {kind} frame", args.force_calibration
-                )
-                print(f"dynik-retarget: calibrated on the file's {kind} frame", file=sys.stderr)
-        elif args.calibration is None and args.motion is None and args.subject == "capture":
-            _calibrate_on_subject(retargeter, motion)
+        calibrate_as_asked(retargeter, motion, args)
     except (RetargetConfigError, KeyError, ValueError, FileNotFoundError, FileExistsError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"dynik-retarget: error: {message}", file=sys.stderr)
