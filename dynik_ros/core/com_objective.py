@@ -41,12 +41,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import osqp
 import pinocchio as pin
 
 from dynik_ros.core.robot_model import RobotModel
+from dynik_ros.core.velocity_qp import UNBOUNDED
 
-_INFINITY = float(osqp.constant("OSQP_INFTY"))
 _REFRESH = 1e-4  # max change of a foot pose entry (m, or rotation entry) before the polygon is rebuilt
 Vector3 = tuple[float, float, float]
 
@@ -268,10 +267,10 @@ class ComObjective:
         rows = a @ j_xy  # (m, nv)
         m = len(b)
         out = np.zeros((self.n_rows, self.robot.nv))
-        upper = np.full(self.n_rows, _INFINITY)
+        upper = np.full(self.n_rows, UNBOUNDED)
         out[:m] = rows
         upper[:m] = (bound - a @ self.com_predicted[:2] - dt * (rows @ offset)) / (w0 * dt)
-        return out, np.full(self.n_rows, -_INFINITY), upper
+        return out, np.full(self.n_rows, -UNBOUNDED), upper
 
 
 def support_frames(frames: Sequence[str], points: Sequence[Sequence[Vector3]]) -> tuple[SupportFrame, ...]:

@@ -21,7 +21,7 @@ from dynik_ros.core.loop_closure import LoopRows
 from dynik_ros.core.regularizers import Regularizers
 from dynik_ros.core.stance_priority import StancePriority
 from dynik_ros.core.stance_rows import StanceRows
-from dynik_ros.core.velocity_qp import _INFTY as UNBOUNDED
+from dynik_ros.core.velocity_qp import UNBOUNDED
 
 SECANT_TOLERANCE = 1e-3  # m/s, rad/s: a stance row's miss of J(q_mid) m that is linearised again (17 um per
 # 60 Hz step)

@@ -8,9 +8,8 @@ bounds are put on the step's mean velocity, i.e. on the output trajectory itself
 from __future__ import annotations
 
 import numpy as np
-import osqp
 
-_INFINITY = float(osqp.constant("OSQP_INFTY"))
+from dynik_ros.core.velocity_qp import UNBOUNDED
 
 
 class JointVelocityBounds:
@@ -61,7 +60,7 @@ class JointVelocityBounds:
             self._use_euler_for_this_step()
         self._lower[:n], self._upper[:n] = lower, upper
         if self._n_coupled:
-            self._lower[n:] = -_INFINITY
+            self._lower[n:] = -UNBOUNDED
             self._upper[n:] = rows_upper
 
     def _free_bounds(self) -> tuple[np.ndarray, np.ndarray]:
@@ -82,5 +81,5 @@ class JointVelocityBounds:
         self._upper[:n] = vmax * np.tanh(kg * (robot.upper - s))
         if self._n_coupled:
             c = robot.constraints
-            self._lower[n:] = -_INFINITY
+            self._lower[n:] = -UNBOUNDED
             self._upper[n:] = c.velocity_bound * np.tanh(kg * (c.b - c.A @ s))

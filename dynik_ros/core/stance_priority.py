@@ -23,7 +23,7 @@ feasible by construction (``nu_1`` meets them), the same as the plain rows whene
 to its held pose as the whole body's joints allow while every other target gives way. Where the main QP
 still ends without meeting its rows (near a singular leg OSQP needs thousands of iterations; or "solved"
 1-2e-4 outside them, OSQP's accuracy), the step takes ``nu_1``, with the main QP's solution on the columns in
-none of the rows (:meth:`StancePriority.fallback`, :func:`toward_main`). Priority 1 is a second
+none of the rows (:meth:`StancePriority.fallback`, :func:`main_on_free_columns`). Priority 1 is a second
 :class:`~.velocity_qp.VelocityQP` (fixed sparsity from the stance rows' Jacobian pattern, warm started).
 ROS-free.
 """
@@ -130,8 +130,8 @@ class StancePriority:
     ) -> QPSolution | None:
         """The step's solution when the main QP ends without meeting its dynamic ``rows`` ``(A, l, u)``:
         priority 1's ``nu_1`` (it meets the stance rows centred on its ``y*``) with the columns in none of the
-        rows from the main QP's solution ``main`` (:func:`toward_main`; ``nu_1`` itself without ``main``);
-        ``None`` without a usable ``nu_1``."""
+        rows from the main QP's solution ``main`` (:func:`main_on_free_columns`; ``nu_1`` itself without
+        ``main``); ``None`` without a usable ``nu_1``."""
         solution = self._solution
         if solution is None or not solution.solved or not self.state:
             return None
@@ -140,12 +140,12 @@ class StancePriority:
             free = ~((rows[0] != 0).any(axis=0) | self._coupled)
             if self._expansion is not None:  # a free joint's columns (mimic followers) move together
                 free = ~(self._expansion[:, (self._expansion[~free]).any(axis=0)]).any(axis=1)
-            nu = toward_main(solution.nu, main.nu, free)
+            nu = main_on_free_columns(solution.nu, main.nu, free)
             status += ", the main QP's on the free columns"
         return QPSolution(nu, status, solution.iterations, True)
 
 
-def toward_main(first: np.ndarray, main: np.ndarray, free: np.ndarray) -> np.ndarray:
+def main_on_free_columns(first: np.ndarray, main: np.ndarray, free: np.ndarray) -> np.ndarray:
     """``nu_1`` with the columns ``free`` (in none of the step's dynamic rows: the arms, trunk and head
     against the feet's stance and floor rows) taken from the main QP's solution: the rows see ``nu_1``'s
     values, so they are met as ``nu_1`` meets them. Taking ``nu_1`` whole stopped every joint outside the

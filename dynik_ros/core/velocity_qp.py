@@ -22,7 +22,7 @@ import osqp
 import scipy.sparse as sp
 from scipy.linalg.lapack import dposv
 
-_INFTY = float(osqp.constant("OSQP_INFTY"))
+UNBOUNDED = float(osqp.constant("OSQP_INFTY"))  # OSQP's infinity: a row bound this large bounds nothing
 # OSQP statuses whose iterate is usable: solved, solved inaccurate, iteration or time limit reached.
 _USABLE = tuple(
     int(getattr(osqp.SolverStatus, name))
@@ -243,7 +243,9 @@ class VelocityQP:
             self._solver.warm_start(x=self._last_shortcut)
             self._last_shortcut = None
         if native is not None:
-            native.update_data_vec(q=gradient, l=np.maximum(lower, -_INFTY), u=np.minimum(upper, _INFTY))
+            native.update_data_vec(
+                q=gradient, l=np.maximum(lower, -UNBOUNDED), u=np.minimum(upper, UNBOUNDED)
+            )
             a_x = self._a_values[self._a_rows, self._a_cols] if self.n_dynamic else None
             native.update_data_mat(P_x=hessian[self._p_rows, self._p_cols], P_i=None, A_x=a_x, A_i=None)
             native.solve()
@@ -252,8 +254,8 @@ class VelocityQP:
             self._solver.update(
                 Px=hessian[self._p_rows, self._p_cols],
                 q=gradient,
-                l=np.maximum(lower, -_INFTY),
-                u=np.minimum(upper, _INFTY),
+                l=np.maximum(lower, -UNBOUNDED),
+                u=np.minimum(upper, UNBOUNDED),
                 **({"Ax": self._a_values[self._a_rows, self._a_cols]} if self.n_dynamic else {}),
             )
             result = self._solver.solve(raise_error=False)
@@ -272,7 +274,7 @@ class VelocityQP:
 
     def _no_dynamic_rows(self, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``rows`` dynamic rows switched off: zero coefficients, unbounded."""
-        return np.zeros((rows, self.n_full)), np.full(rows, -_INFTY), np.full(rows, _INFTY)
+        return np.zeros((rows, self.n_full)), np.full(rows, -UNBOUNDED), np.full(rows, UNBOUNDED)
 
     def _full(self, x: np.ndarray) -> np.ndarray:
         """``nu = E x`` (or ``x`` itself without an expansion)."""
