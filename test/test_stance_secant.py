@@ -88,3 +88,63 @@ def test_a_held_sole_stays_put_while_the_legs_are_at_their_velocity_limits():
     assert (speed >= 0.98).any(axis=1).mean() > 0.2  # the legs saturate
     assert speed.max() <= 1.0 + 1e-6  # no velocity breach
     assert slide < 1e-3, f"held sole slid {1e3 * slide:.2f} mm"
+
+
+def _sway_on_one_foot(amplitude: float) -> tuple[dict, float, float]:
+    """G1 in T-pose at 120 Hz for 2 s on its left foot (held from the start), the right sole 8 cm up, while
+    the pelvis and the right sole move ``amplitude`` m forward and back at 2 Hz, starting at rest (up to
+    1 m/s at 0.08 m: the stance leg turns as in a walk's single support, well inside G1's limits). Returns
+    priority 1's step counts, the held sole centre's largest drift and its lowest corner's least height
+    (m, by forward kinematics of the written trajectory) from 0.25 s on."""
+    from dynik_ros.cli.retarget import synthetic_motion
+    from dynik_ros.core.sole import sole_polygon
+
+    rt = Retargeter.from_config("g1")
+    rt.reset()
+    motion = synthetic_motion("tpose", 2.0, 120.0)
+    measurements, flags = rt.motion_measurements(motion)
+    t = motion.times - motion.times[0]
+    frames = [x.frame for x in rt.targets.position_targets]
+    left, right = rt.config.feet
+    pelvis, swing = 0, frames.index(right.frame)
+    w = 2.0 * np.pi * 2.0
+    moved = []
+    for k, m in enumerate(measurements):
+        p, v = m.positions.copy(), m.linear_velocities.copy()
+        p[swing, 2] += 0.08
+        forward, speed = amplitude * (1.0 - np.cos(w * t[k])), amplitude * w * np.sin(w * t[k])
+        for row in (pelvis, swing):
+            p[row, 0] += forward
+            v[row, 0] += speed
+        moved.append(dataclasses.replace(m, positions=p, linear_velocities=v, stance=np.array([True, False])))
+    ik = rt.make_ik()
+    rt.settle(ik, moved[0], 1.0)
+    result = rt.run(motion.times, moved, ik, contacts=flags, evaluate=False)
+    assert result.solved.all()
+    model, data = rt.robot.model, rt.robot.model.createData()
+    fid = rt.robot.frame_id(left.frame)
+    sole = np.array(left.sole, dtype=float).reshape(-1, 3)
+    corners = np.array(sole_polygon(sole, rt.config.balance.sole_half_width))
+    centres, lowest = [], []
+    for q in result.q:
+        pin.framesForwardKinematics(model, data, q)
+        placement = data.oMf[fid]
+        centres.append(placement.act(sole.mean(axis=0)))
+        lowest.append(min(placement.act(c)[2] for c in corners))
+    later = t >= 0.25  # the settling start over (the hold has caught up with the sole)
+    centres, lowest = np.array(centres)[later], np.array(lowest)[later]
+    drift = np.linalg.norm(centres - centres[0], axis=1).max()
+    return dict(ik.extra.priority.counts), float(drift), float(lowest.min()) - ik.extra.floor.config.height
+
+
+def test_a_held_sole_on_the_floor_is_met_not_given_way_while_the_stance_leg_turns():
+    """The stance rows and the floor rows linearised alike (``ExtraTerms._predicted``): with the stance rows
+    on ``J m`` alone a held sole's corner on the floor was asked under it by the step's second-order motion,
+    which the floor rows (linearised at the predicted step's heights) refuse, and priority 1 gave way (state
+    ``yielded``) on 173 of 240 steps where standing still gives way on 23 (the settling start; measured on
+    the old code). Now as many as standing still; the held sole stays put (0.03 mm) and on the floor."""
+    still, _, _ = _sway_on_one_foot(0.0)
+    swaying, drift, lowest = _sway_on_one_foot(0.08)
+    assert swaying["yielded"] <= still["yielded"] + 2, (swaying, still)
+    assert drift < 1e-4, f"held sole drifted {1e3 * drift:.3f} mm"
+    assert lowest > -1e-5, f"a held corner {1e3 * lowest:.3f} mm under the floor"

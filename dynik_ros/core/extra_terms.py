@@ -13,6 +13,7 @@ floor rows bound the step's mean velocity instead, and keep the rule), and
 from __future__ import annotations
 
 import numpy as np
+import pinocchio as pin
 
 from dynik_ros.core.com_objective import ComObjective
 from dynik_ros.core.floor_rows import MISS, FloorRows
@@ -55,6 +56,14 @@ class ExtraTerms:
             frames = [t.frame for t in (*targets.position_targets, *targets.orientation_targets)]
             self._legs = ik.kinematics.support[[frames.index(f) for f in self.stance.frames]]
             self._secant = FrameKinematics.for_targets(robot, targets)
+            self._stance_ids = [robot.frame_id(f) for f in self.stance.frames]
+            position = {t.frame for t in targets.position_targets}
+            orientation = {t.frame for t in targets.orientation_targets}
+            # per stance frame: has it position rows, orientation rows (StanceRows.rows, in this order)
+            self._stance_parts = [(f in position, f in orientation) for f in self.stance.frames]
+        self._start_poses: list | None = None  # the stance frames' placements at q_{k-1} (observe)
+        self._corrected = None  # this step's v* itself (the stance rows are posed with it shifted)
+        self._posed_offset = None  # the stance rows' offset as first posed (predicted_offset), per active row
         self._base = np.arange(robot.base_dofs)
         self.priority = None  # priority 1 of the stance rows (core/stance_priority.py)
         if self.stance is not None and config.stance_priority:
@@ -89,6 +98,8 @@ class ExtraTerms:
             self.regularizers.end_step()  # a new step: its Jacobians are not computed yet
         if self.stance is not None:
             self.stance.observe(measurements.stance)
+            omf = kinematics.data.oMf
+            self._start_poses = [omf[i].copy() for i in self._stance_ids] if self.stance.imposed else None
         if self.loops is not None:
             self.loops.observe(kinematics.data)
         if self.floor is not None:
@@ -174,7 +185,11 @@ class ExtraTerms:
         if self.floor is not None:
             self.floor.prepare(kinematics.model, kinematics.data, dt, ik._predicted_mean, jacobian)
             self._with_floor(ik, "hard")
-        self._task = (jacobian, corrected, weights)
+        self._task = (
+            jacobian,
+            self._predicted(kinematics, corrected, jacobian, ik._predicted_mean, dt),
+            weights,
+        )
         self._with_stance(ik)  # last: priority 1 centres the stance rows under the others
         dynamic = self.dynamic = self._posed if self.dynamic_rows else None
         self._balance_cost = extra
@@ -235,8 +250,8 @@ class ExtraTerms:
         for mode in ("softened", "dropped", None):
             if self._meets(solution):
                 break
-            fallback = priority.fallback(solution, self.dynamic) if priority is not None else None
-            if fallback is not None and self._meets(fallback):
+            fallback = self._fallback(solution)
+            if fallback is not None:
                 priority.taken = True
                 return fallback
             if floor is None or mode is None:
@@ -247,12 +262,31 @@ class ExtraTerms:
             solution = solve(self.dynamic)
         return solution
 
+    def _fallback(self, solution):
+        """Priority 1's ``nu_1`` with the main QP's ``solution`` on the columns in none of the stance rows
+        (the swing leg too) where that meets every dynamic row; else on the columns in none of the rows at
+        all (:meth:`.StancePriority.fallback`); ``None`` if neither meets them. The swing leg is in its sole's
+        floor rows, so the second form stops it for the step (``nu_1`` is its minimum norm, zero): the
+        committed excerpt on G1 with OSQP at ``eps_rel`` 1e-4 fell back on 66 steps, the swing foot lagged
+        up to 0.2 m and was still closing in after the landing's blend (held sole slid 9 mm)."""
+        priority = self.priority
+        if priority is None:
+            return None
+        block = slice(self._stance_start, self._stance_start + self.stance.n_rows)
+        stance_rows = tuple(part[block] for part in self._posed)
+        for rows in (stance_rows, self.dynamic):
+            candidate = priority.fallback(solution, rows)
+            if candidate is not None and self._meets(candidate):
+                return candidate
+        return None
+
     def stance_secant(self, ik, solution, solve, dt: float):
         """``solution`` with the stance rows linearised where the step goes. A held foot moves by the integral
         of ``J(q(t)) m`` over the step, i.e. ``dt J(q_mid) m`` to third order in ``dt`` (midpoint rule,
         ``q_mid`` half-way along the step at its mean ``m``: ``StepIntegration.advanced``), while the rows
         bound ``J m`` with the step's ``J`` (where the history predicted the step to end, eq. 9-10). Where the
-        offset ``(J(q_mid) - J) m`` differs from the one the rows were posed with by more than
+        offset ``(J(q_mid) - J) m`` differs from the one the rows were posed with (first the predicted step's,
+        :meth:`_predicted`) by more than
         :data:`SECANT_TOLERANCE`, the rows ask ``J m = v*_s - offset`` instead, priority 1 centres them again
         and the step is solved again (``solve(dynamic)``), up to :data:`SECANT_PASSES` times. Only the rows'
         bounds change, so OSQP's warm start stays close (``J(q_mid)`` itself in the rows left the re-solves at
@@ -262,9 +296,10 @@ class ExtraTerms:
         stance = self.stance
         if stance is None or not stance.imposed or self._task is None or self._task[0] is None:
             return solution
-        rows = np.concatenate([r for on, r in zip(stance.active, stance.rows, strict=True) if on])
-        jacobian, corrected, weights = self._task
-        offset = np.zeros(rows.size)  # (J(q_mid) - J) m as posed: the rows ask J m = y* - offset
+        rows = self._active_rows()
+        jacobian, _, weights = self._task
+        corrected = self._corrected
+        offset = self._posed_offset  # (J(q_mid) - J) m as posed: the rows ask J m = y* - offset
         for _ in range(SECANT_PASSES):
             if not solution.solved:
                 break
@@ -284,6 +319,45 @@ class ExtraTerms:
                 break
             solution = again
         return solution
+
+    def _active_rows(self) -> np.ndarray:
+        """The stacked residual's rows of the stance frames in contact this step."""
+        stance = self.stance
+        return np.concatenate([r for on, r in zip(stance.active, stance.rows, strict=True) if on])
+
+    def _predicted(self, kinematics, corrected, jacobian, predicted_mean, dt: float):
+        """``v*`` with the held frames' rows shifted by the offset of the predicted step,
+        ``Delta x_pred / dt - J m_pred``: the frames' displacement from ``q_{k-1}`` to the predicted
+        configuration (where ``kinematics`` and ``jacobian`` are linearised) less its linear part. The rows
+        then ask the frames to move by ``dt v*`` where the step moves them by ``Delta x_pred + dt J (m -
+        m_pred)``, the linearisation of the floor rows (:mod:`.floor_rows`). With ``J m`` alone the two
+        disagreed by the step's second-order motion ``(J(q_mid) - J) m`` (up to 1e-2 m/s on a held sole of
+        CMU 131_02 on G1): a corner on the floor was asked under it, and priority 1 gave way on 874 of 1179
+        posings. :meth:`stance_secant` checks this offset after the solve; it is zero where the Jacobian is
+        taken at ``q_{k-1}``."""
+        self._corrected = corrected
+        stance = self.stance
+        if stance is None or not stance.imposed or jacobian is None or corrected is None:
+            self._posed_offset = None
+            return corrected
+        omf = kinematics.data.oMf
+        moved = []
+        for on, fid, start, (pos, ori) in zip(
+            stance.active, self._stance_ids, self._start_poses, self._stance_parts, strict=True
+        ):
+            if not on:
+                continue
+            end = omf[fid]
+            if pos:
+                moved.append(end.translation - start.translation)
+            if ori:
+                moved.append(pin.log3(end.rotation @ start.rotation.T))
+        rows = self._active_rows()
+        offset = np.concatenate(moved) / dt - jacobian[rows] @ predicted_mean
+        self._posed_offset = offset
+        shifted = corrected.copy()
+        shifted[rows] -= offset
+        return shifted
 
     def count_step(self) -> None:
         """The step's stance outcome into priority 1's counts (:meth:`.StancePriority.count_step`)."""

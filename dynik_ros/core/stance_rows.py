@@ -19,7 +19,9 @@ alternate (the trapezoid's ``2 m_k - nu_{k-1}``: Xsens take on G1, 6 % of the jo
 rows yielding on 59 steps), so the history of the columns they act on (base, held legs) restarts at the step's
 mean (:meth:`~.extra_terms.ExtraTerms.held_columns`). The foot moves by ``dt J(q_mid) m`` (``q_mid`` half-way
 along the step), not by ``dt J m`` with the step's Jacobian (where the step was predicted to end): where the
-two differ the rows are posed again on ``J(q_mid)`` (:meth:`~.extra_terms.ExtraTerms.stance_secant`).
+two differ the rows are posed again on ``J(q_mid)`` (:meth:`~.extra_terms.ExtraTerms.stance_secant`); they are
+first posed with the predicted step's offset, as the floor rows are linearised
+(:meth:`~.extra_terms.ExtraTerms._predicted`).
 ROS-free.
 """
 
