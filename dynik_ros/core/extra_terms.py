@@ -55,10 +55,25 @@ class ExtraTerms:
             targets = ik.targets
             frames = [t.frame for t in (*targets.position_targets, *targets.orientation_targets)]
             self._legs = ik.kinematics.support[[frames.index(f) for f in self.stance.frames]]
-            self._secant = FrameKinematics.for_targets(robot, targets)
             self._stance_ids = [robot.frame_id(f) for f in self.stance.frames]
             position = {t.frame for t in targets.position_targets}
             orientation = {t.frame for t in targets.orientation_targets}
+            # the stance frames' own kinematics: their rows of the stacked Jacobian, in StanceRows.rows order
+            held_p = [f for f in self.stance.frames if f in position]
+            held_o = [f for f in self.stance.frames if f in orientation]
+            self._secant = FrameKinematics(robot, held_p, held_o)
+            self._secant_rows = [
+                np.array(
+                    ([3 * held_p.index(f) + j for j in range(3)] if f in position else [])
+                    + (
+                        [3 * (len(held_p) + held_o.index(f)) + j for j in range(3)]
+                        if f in orientation
+                        else []
+                    ),
+                    dtype=int,
+                )
+                for f in self.stance.frames
+            ]
             # per stance frame: has it position rows, orientation rows (StanceRows.rows, in this order)
             self._stance_parts = [(f in position, f in orientation) for f in self.stance.frames]
         self._start_poses: list | None = None  # the stance frames' placements at q_{k-1} (observe)
@@ -297,6 +312,7 @@ class ExtraTerms:
         if stance is None or not stance.imposed or self._task is None or self._task[0] is None:
             return solution
         rows = self._active_rows()
+        held = np.concatenate([r for on, r in zip(stance.active, self._secant_rows, strict=True) if on])
         jacobian, _, weights = self._task
         corrected = self._corrected
         offset = self._posed_offset  # (J(q_mid) - J) m as posed: the rows ask J m = y* - offset
@@ -306,7 +322,7 @@ class ExtraTerms:
             mean = ik.step_mean(solution.nu)
             base, q_mid = ik.advanced(mean, 0.5 * dt)
             self._secant.update_jacobian(q_mid)
-            secant = (self._secant.stacked_jacobian(base)[rows] - jacobian[rows]) @ mean
+            secant = (self._secant.stacked_jacobian(base)[held] - jacobian[rows]) @ mean
             if np.abs(secant - offset).max() <= SECANT_TOLERANCE:
                 break
             offset = secant
