@@ -78,7 +78,7 @@ class ExtraTerms:
             self._stance_parts = [(f in position, f in orientation) for f in self.stance.frames]
         self._start_poses: list | None = None  # the stance frames' placements at q_{k-1} (observe)
         self._corrected = None  # this step's v* itself (the stance rows are posed with it shifted)
-        self._posed_offset = None  # the stance rows' offset as first posed (predicted_offset), per active row
+        self._posed_offset = None  # the stance rows' offset as first posed (_predicted), per active row
         self._base = np.arange(robot.base_dofs)
         self.priority = None  # priority 1 of the stance rows (core/stance_priority.py)
         if self.stance is not None and config.stance_priority:
@@ -312,7 +312,7 @@ class ExtraTerms:
         if stance is None or not stance.imposed or self._task is None or self._task[0] is None:
             return solution
         rows = self._active_rows()
-        held = np.concatenate([r for on, r in zip(stance.active, self._secant_rows, strict=True) if on])
+        own = np.concatenate([r for on, r in zip(stance.active, self._secant_rows, strict=True) if on])
         jacobian, _, weights = self._task
         corrected = self._corrected
         offset = self._posed_offset  # (J(q_mid) - J) m as posed: the rows ask J m = y* - offset
@@ -322,7 +322,7 @@ class ExtraTerms:
             mean = ik.step_mean(solution.nu)
             base, q_mid = ik.advanced(mean, 0.5 * dt)
             self._secant.update_jacobian(q_mid)
-            secant = (self._secant.stacked_jacobian(base)[held] - jacobian[rows]) @ mean
+            secant = (self._secant.stacked_jacobian(base)[own] - jacobian[rows]) @ mean
             if np.abs(secant - offset).max() <= SECANT_TOLERANCE:
                 break
             offset = secant
