@@ -361,7 +361,6 @@ def speed_phases(path: Path, robot: str) -> None:
         start = now
 
     from dynik_ros.cli import retarget as cli
-    from dynik_ros.core.dynamical_ik import DynamicalIKConfig
     from dynik_ros.io.motion_files import read_motion_file
     from dynik_ros.retarget import Retargeter
     from dynik_ros.retarget.trajectory_errors import trajectory_errors
@@ -375,7 +374,7 @@ def speed_phases(path: Path, robot: str) -> None:
     rt.reset()
     times, measurements, contacts, _ = rt.step_measurements(motion)
     lap("targets (calibration, alignment, scaling, feet, hinges)")
-    ik = rt.make_ik(DynamicalIKConfig(integration=args.integration))
+    ik = rt.make_ik(cli.ik_config_of(args))
     result = rt.run(times, measurements, ik, settle=0.2, evaluate=False, contacts=contacts)
     lap("IK steps (one QP per sample)")
     feet = rt.config.feet

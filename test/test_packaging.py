@@ -55,6 +55,7 @@ IMPORT_TO_ROSDEP = {
     "matplotlib": "python3-matplotlib",
     "pinocchio": "pinocchio",
     "osqp": "python3-osqp-pip",
+    "daqp": "python3-daqp-pip",
     "mujoco": "python3-mujoco-pip",
     "rosbags": "python3-rosbags-pip",
     "urdf_parser_py": "urdfdom_py",

@@ -1,11 +1,14 @@
-"""The QP of eq. (10): the inactive-constraint shortcut returns OSQP's optimum, and OSQP takes over as soon
-as a bound is active."""
+"""The QP of eq. (10): the inactive-constraint shortcut returns the solvers' optimum, and the solver (DAQP
+or OSQP, ``QPSettings.solver``) takes over as soon as a bound is active."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from dynik_ros.core.velocity_qp import QPSettings, VelocityQP
+from dynik_ros.core.velocity_qp import SOLVERS, QPSettings, VelocityQP
+
+STATUS = {"daqp": "solved (DAQP)", "osqp": "solved"}  # a solve with an active row, by each solver
 
 
 def make_problem(seed: int = 0):
@@ -17,27 +20,31 @@ def make_problem(seed: int = 0):
     return jac, target, np.ones(12), constraints
 
 
-def test_shortcut_equals_osqp_when_no_bound_is_active():
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_shortcut_equals_the_solver_when_no_bound_is_active(solver):
     jac, target, weights, c = make_problem()
     wide = np.full(6, 1e3)
-    fast = VelocityQP(jac != 0, c, QPSettings(eps_abs=1e-9, eps_rel=1e-9))
-    slow = VelocityQP(jac != 0, c, QPSettings(inactive_shortcut=False, eps_abs=1e-9, eps_rel=1e-9))
+    fast = VelocityQP(jac != 0, c, QPSettings(solver=solver, eps_abs=1e-9, eps_rel=1e-9))
+    slow = VelocityQP(
+        jac != 0, c, QPSettings(solver=solver, inactive_shortcut=False, eps_abs=1e-9, eps_rel=1e-9)
+    )
     a = fast.solve(jac, target, weights, -wide, wide)
     b = slow.solve(jac, target, weights, -wide, wide)
-    assert a.status == "solved (no active constraint)" and b.status == "solved"
+    assert a.status == "solved (no active constraint)" and b.status == STATUS[solver]
     np.testing.assert_allclose(a.nu, b.nu, atol=1e-6)
     # and it is the damped least-squares solution of J nu = v*
     p = jac.T @ jac + 1e-4 * np.eye(8)
     np.testing.assert_allclose(a.nu, np.linalg.solve(p, jac.T @ target), atol=1e-10)
 
 
-def test_active_bounds_go_to_osqp_and_are_respected():
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_active_bounds_go_to_the_solver_and_are_respected(solver):
     jac, target, weights, c = make_problem(1)
     unconstrained = VelocityQP(jac != 0, c).solve(jac, target, weights, np.full(6, -1e3), np.full(6, 1e3)).nu
     tight = 0.5 * np.abs(unconstrained[2:]).min()
-    qp = VelocityQP(jac != 0, c, QPSettings(eps_abs=1e-8, eps_rel=1e-8))
+    qp = VelocityQP(jac != 0, c, QPSettings(solver=solver, eps_abs=1e-8, eps_rel=1e-8))
     sol = qp.solve(jac, target, weights, np.full(6, -tight), np.full(6, tight))
-    assert sol.status == "solved" and sol.solved
+    assert sol.status == STATUS[solver] and sol.solved
     assert np.all(np.abs(sol.nu[2:]) <= tight + 1e-6)
     assert np.isclose(np.abs(sol.nu[2:]).max(), tight, atol=1e-6), "some bound must be active"
     # the next unconstrained step takes the shortcut again
@@ -45,11 +52,12 @@ def test_active_bounds_go_to_osqp_and_are_respected():
     assert again.status == "solved (no active constraint)"
 
 
-def test_resolve_equals_a_full_solve_with_the_same_task():
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_resolve_equals_a_full_solve_with_the_same_task(solver):
     """``resolve`` (the sequential QP's re-solve: the task's ``P`` and ``q`` kept from the last ``solve``)
     gives what a full ``solve`` with the same ``J``, ``v*``, weights and regularization gives, bit for bit,
     with another extra cost, other bounds and dynamic rows, with and without an expansion, on the shortcut
-    and on OSQP; it leaves the kept task cost untouched for a further re-solve."""
+    and on each solver; it leaves the kept task cost untouched for a further re-solve."""
     jac, target, weights, c = make_problem(2)
     rng = np.random.default_rng(4)
     expansion = np.zeros((8, 7))
@@ -59,14 +67,15 @@ def test_resolve_equals_a_full_solve_with_the_same_task():
     wide, tight = np.full(6, 1e3), np.full(6, 0.05)
     statuses = set()
     for e in (None, expansion):
-        kwargs = {"settings": QPSettings(eps_abs=1e-9, eps_rel=1e-9), "dense_cost": True, "dynamic_rows": 2}
+        settings = QPSettings(solver=solver, eps_abs=1e-9, eps_rel=1e-9)
+        kwargs = {"settings": settings, "dense_cost": True, "dynamic_rows": 2}
         full, kept = (
             VelocityQP(jac != 0, c, expansion=e, **kwargs),
             VelocityQP(jac != 0, c, expansion=e, **kwargs),
         )
         first = rng.normal(size=(8, 8))
         first = (first @ first.T, rng.normal(size=8))
-        for qp in (full, kept):  # the same history: OSQP's warm start is part of the state
+        for qp in (full, kept):  # the same history: a warm start is part of the state
             qp.solve(jac, target, weights, -wide, wide, regularization, first)
         for bound in (wide, tight, wide):
             root = rng.normal(size=(8, 8))
@@ -77,7 +86,7 @@ def test_resolve_equals_a_full_solve_with_the_same_task():
             assert a.status == b.status and a.iterations == b.iterations
             np.testing.assert_array_equal(a.nu, b.nu)
             statuses.add(a.status)
-    assert statuses == {"solved", "solved (no active constraint)"}  # both paths were compared
+    assert statuses == {STATUS[solver], "solved (no active constraint)"}  # both paths were compared
 
 
 def test_resolve_before_any_solve_is_refused():

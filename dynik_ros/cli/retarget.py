@@ -169,6 +169,7 @@ def read_bag_motion(path: str | Path, topic: str = "/human/link_states") -> Huma
 
 # ---------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
+    from dynik_ros.core.velocity_qp import SOLVERS, QPSettings
     from dynik_ros.motion.synthetic import SCENARIOS
 
     parser = argparse.ArgumentParser(
@@ -319,6 +320,13 @@ def build_parser() -> argparse.ArgumentParser:
         "smoother joints on real captures at the same accuracy: README, 'Smooth joint accelerations')",
     )
     parser.add_argument(
+        "--qp-solver",
+        choices=SOLVERS,
+        default=QPSettings.solver,
+        help="QP solver of each IK step (QPSettings.solver): daqp (the default: dense active set, exact on "
+        "the rows; OSQP where it finds no optimum) or osqp (the paper's one OSQP QP per step)",
+    )
+    parser.add_argument(
         "--settle", type=finite(minimum=0.0), default=1.0, help="IK seconds spent on the first frame first"
     )
     parser.add_argument("--gain", type=finite(minimum=0.0), help="set every target gain K of eq. (9), 1/s")
@@ -422,6 +430,14 @@ def _calibrate_on_subject(retargeter: Any, motion: Any) -> None:
         f"{calibration.root_scale:.3f}",
         file=sys.stderr,
     )
+
+
+def ik_config_of(args: argparse.Namespace) -> Any:
+    """The IK's configuration the command line asks for (``--integration``, ``--qp-solver``)."""
+    from dynik_ros.core.dynamical_ik import DynamicalIKConfig
+    from dynik_ros.core.velocity_qp import QPSettings
+
+    return DynamicalIKConfig(integration=args.integration, qp=QPSettings(solver=args.qp_solver))
 
 
 def calibrate_as_asked(retargeter: Any, motion: Any, args: argparse.Namespace) -> None:
@@ -532,10 +548,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dynik-retarget: error: {bag_path} exists (bags are never overwritten)", file=sys.stderr)
         return 2
 
-    from dynik_ros.core.dynamical_ik import DynamicalIKConfig
     from dynik_ros.retarget.ik_steps import at_samples
 
-    ik_config = DynamicalIKConfig(integration=args.integration)
+    ik_config = ik_config_of(args)
     start = time.perf_counter()
     retargeter.reset()
     try:

@@ -1,4 +1,5 @@
-"""The inverse differential kinematics QP of eq. (10), on OSQP with a sparsity pattern fixed at set-up.
+"""The inverse differential kinematics QP of eq. (10), on DAQP (dense, dual active set) or OSQP (sparse
+ADMM, with a sparsity pattern fixed at set-up).
 
     minimize_nu  1/2 || W (J nu - v*) ||^2 + 1/2 lambda ||nu||^2      (eq. 10a, damped)
     subject to   l <= C nu <= u                                        (eq. 10b, from eq. 12-13)
@@ -9,8 +10,11 @@ written into OSQP in place and the previous solution warm-starts the next solve.
 
 Shortcut (``QPSettings.inactive_shortcut``): the unconstrained minimiser of eq. (10a) comes from one
 Cholesky solve of ``P``. When it satisfies every row of eq. (10b) it *is* the QP's solution (no constraint
-active), and OSQP is not called; otherwise OSQP solves the QP, warm-started from the last solution. The
-status says which path was taken.
+active), and no solver is called; otherwise ``QPSettings.solver`` solves the QP: ``"daqp"``
+(:mod:`.active_set_qp`: dense, exact on its rows) and, where DAQP reports no optimum (infeasible rows,
+its iteration limit), OSQP on the same QP; or ``"osqp"`` alone (the paper's "one OSQP QP per step"). OSQP
+is warm-started from the last solution (its own, the shortcut's or DAQP's). The status says which path was
+taken: ``"solved (no active constraint)"``, ``"solved (DAQP)"`` or OSQP's own.
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ import osqp
 import scipy.sparse as sp
 from scipy.linalg.lapack import dposv
 
+from dynik_ros.core.active_set_qp import ActiveSetQP
+
 UNBOUNDED = float(osqp.constant("OSQP_INFTY"))  # OSQP's infinity: a row bound this large bounds nothing
+SOLVERS = ("daqp", "osqp")  # QPSettings.solver
 # OSQP statuses whose iterate is usable: solved, solved inaccurate, iteration or time limit reached.
 _USABLE = tuple(
     int(getattr(osqp.SolverStatus, name))
@@ -32,8 +39,10 @@ _USABLE = tuple(
 
 @dataclass(frozen=True)
 class QPSettings:
-    """OSQP tolerances and the damping ``lambda``; defaults suit real-time tracking at 60-1000 Hz."""
+    """The solver, OSQP's tolerances and the damping ``lambda``; defaults suit real-time tracking at 60-1000
+    Hz. ``solver``: ``"daqp"`` (OSQP where DAQP finds no optimum) or ``"osqp"`` (see the module docstring)."""
 
+    solver: str = "daqp"
     damping: float = 1e-4
     eps_abs: float = 1e-5
     eps_rel: float = 1e-5
@@ -42,6 +51,10 @@ class QPSettings:
     polishing: bool = False
     inactive_shortcut: bool = True
     shortcut_tolerance: float = 1e-9
+
+    def __post_init__(self):
+        if self.solver not in SOLVERS:
+            raise ValueError(f"QPSettings.solver: {self.solver!r} is not one of {', '.join(SOLVERS)}")
 
 
 @dataclass
@@ -55,7 +68,8 @@ class QPSolution:
 
 
 class VelocityQP:
-    """OSQP wrapper for eq. (10) with a fixed pattern for ``P`` (from the Jacobian's structural non-zeros)."""
+    """Eq. (10) on DAQP and/or OSQP (``QPSettings.solver``); OSQP with a fixed pattern for ``P`` (from the
+    Jacobian's structural non-zeros)."""
 
     def __init__(
         self,
@@ -115,6 +129,8 @@ class VelocityQP:
             ((self._p_rows == self._p_cols).astype(float), upper.indices, upper.indptr), shape=(n, n)
         )
         self._problem = (p_matrix, c)  # what OSQP is set up with (_new_solver)
+        rows = n_static + self.n_dynamic
+        self._dense = ActiveSetQP(n, rows) if self.settings.solver == "daqp" and rows else None
         self._new_solver()
 
     def _new_solver(self) -> None:
@@ -139,19 +155,21 @@ class VelocityQP:
         # osqp's Python wrapper rebuilds a namespace of every info field on each solve (tens of
         # microseconds at our sizes); call the extension solver it wraps when this osqp version exposes it.
         native = getattr(self._solver, "_solver", None)
-        self._last_shortcut: np.ndarray | None = None
+        self._last_exact: np.ndarray | None = None  # the last solve's x from the shortcut or DAQP
         self._task: tuple[np.ndarray, np.ndarray] | None = None  # the last solve's task (P, q), for resolve
         self._native = (
             native if all(hasattr(native, a) for a in ("update_data_vec", "update_data_mat")) else None
         )
         self._a_values[self._n_static :] = 0.0  # the dynamic rows as set up
+        if self._dense is not None:
+            self._dense.reset()
         self._used = False
 
     def restart(self) -> None:
         """As just constructed (after a restart of the problem, e.g. ``DynamicalIK.reset``): a new OSQP,
         so that the solves that follow are those of a fresh solver, bit for bit (a warm-start reset alone
         keeps OSQP's adapted ``rho``: an IK reset after a 1.5 s take then drifted 3e-4 rad from a new
-        one's path). Nothing to do before the first solve."""
+        one's path); DAQP starts from an empty active set. Nothing to do before the first solve."""
         if self._used:
             self._new_solver()
 
@@ -236,12 +254,32 @@ class VelocityQP:
                 rows = constraint_matrix @ x
                 tol = self.settings.shortcut_tolerance
                 if (rows >= lower - tol).all() and (rows <= upper + tol).all():
-                    self._last_shortcut = x
+                    self._last_exact = x
                     return QPSolution(self._full(x), "solved (no active constraint)", 0, True, tol)
+        if self._dense is not None:
+            solution = self._active_set(hessian, gradient, constraint_matrix, lower, upper)
+            if solution is not None:
+                return solution
+        return self._osqp(hessian, gradient, lower, upper)
+
+    def _active_set(self, hessian, gradient, constraint_matrix, lower, upper) -> QPSolution | None:
+        """DAQP's solution (:mod:`.active_set_qp`) with the largest miss of a row by it; ``None`` without."""
+        dense = self._dense
+        x = dense.solve(hessian, gradient, constraint_matrix, lower, upper)
+        if x is None:
+            return None
+        self._last_exact = x
+        rows = constraint_matrix @ x
+        miss = max(0.0, float((lower - rows).max()), float((rows - upper).max()))
+        return QPSolution(self._full(x), "solved (DAQP)", dense.iterations, True, miss)
+
+    def _osqp(self, hessian, gradient, lower, upper) -> QPSolution:
+        """OSQP on the QP (its dynamic rows written into ``_a_values``), warm-started from the last solution
+        (OSQP's own, or the shortcut's or DAQP's when a later solve took one of those)."""
         native = self._native
-        if self._last_shortcut is not None:
-            self._solver.warm_start(x=self._last_shortcut)
-            self._last_shortcut = None
+        if self._last_exact is not None:
+            self._solver.warm_start(x=self._last_exact)
+            self._last_exact = None
         if native is not None:
             native.update_data_vec(
                 q=gradient, l=np.maximum(lower, -UNBOUNDED), u=np.minimum(upper, UNBOUNDED)
@@ -289,6 +327,8 @@ class VelocityQP:
         return x if info == 0 and np.isfinite(x).all() else None
 
     def reset_warm_start(self) -> None:
-        """Forget the previous solution (after a jump in the state)."""
+        """Forget the previous solution (after a jump in the state) and DAQP's active set."""
         rows = self.constraint_matrix.shape[0] + self.n_dynamic
         self._solver.warm_start(x=np.zeros(self.n), y=np.zeros(rows))
+        if self._dense is not None:
+            self._dense.reset()

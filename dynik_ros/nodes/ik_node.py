@@ -35,6 +35,7 @@ from dynik_ros.core.regularizers import RegularizerConfig
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.rolling import LOG_ROWS, RollingSamples
 from dynik_ros.core.targets import InvalidMeasurementError, Measurements
+from dynik_ros.core.velocity_qp import QPSettings
 from dynik_ros.io import plausibility, stamp_guard
 from dynik_ros.nodes.calibration_services import RetargetCalibrationServices
 from dynik_ros.nodes.cdr_writer import JointStateWriter, OdometryWriter, publish_serialized
@@ -602,15 +603,20 @@ def _reason_of(message: str) -> str:
 
 
 def _ik_config(p: dict[str, Any], integration: str = "adams") -> DynamicalIKConfig:
-    """The solver options of the parameters: limit gain and the second seed's regularizers (off at 0; a
-    robot map's ``regularizers:`` section applies while both weights are 0); ``integration``: Adams for a
-    human model, the retargeter's ``ROBOT_INTEGRATION`` for a robot."""
+    """The solver options of the parameters: QP solver, limit gain and the second seed's regularizers (off
+    at 0; a robot map's ``regularizers:`` section applies while both weights are 0); ``integration``: Adams
+    for a human model, the retargeter's ``ROBOT_INTEGRATION`` for a robot."""
     regularizers = RegularizerConfig(
         state_weight=p["state_regularizer_weight"],
         velocity_weight=p["velocity_regularizer_weight"],
         velocity_threshold=p["velocity_regularizer_threshold"],
     )
-    return DynamicalIKConfig(limit_gain=p["limit_gain"], regularizers=regularizers, integration=integration)
+    return DynamicalIKConfig(
+        limit_gain=p["limit_gain"],
+        regularizers=regularizers,
+        integration=integration,
+        qp=QPSettings(solver=p["qp_solver"]),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

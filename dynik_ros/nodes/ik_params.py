@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dynik_ros.core.velocity_qp import SOLVERS
 from dynik_ros.nodes.calibration_services import RETARGET_CALIBRATION_PARAMS
 from dynik_ros.nodes.common import ParamSpec
 
@@ -46,6 +47,13 @@ IK_PARAMS = (
         low=1e-3,
         high=1000.0,
         runtime=True,
+    ),
+    ParamSpec(
+        "qp_solver",
+        "daqp",
+        "QP solver of each IK step (core/velocity_qp.py): 'daqp' (dense active set, exact on the QP's rows; "
+        "OSQP where it finds no optimum) or 'osqp' (the paper's one OSQP QP per step).",
+        choices=SOLVERS,
     ),
     ParamSpec(
         "state_regularizer_weight",

@@ -1,0 +1,189 @@
+"""The QP of eq. (10) on DAQP (``QPSettings.solver = "daqp"``, core/active_set_qp.py): its solutions meet
+the KKT conditions of the QP as posed (two-sided, banded, equality, one-sided and unbounded rows), agree
+with OSQP at a tight tolerance on the IK's own problems of a real capture, and where DAQP finds no optimum
+the step gets what OSQP alone gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import osqp
+import pytest
+import scipy.sparse as sp
+
+from dynik_ros.core.velocity_qp import UNBOUNDED, QPSettings, VelocityQP
+
+ACTIVE = 1e-7  # a row within this of a bound counts as active for the KKT check
+
+
+def _random_problem(seed: int):
+    """8 columns (2 "base" columns in no joint row), 6 joint rows, 8 dynamic rows of every kind, posed
+    around a point ``x0`` that meets them all (feasible by construction) and a task far from it (many rows
+    active)."""
+    rng = np.random.default_rng(seed)
+    n = 8
+    jac = rng.normal(size=(12, n))
+    target = rng.normal(size=12) * 20.0
+    weights = rng.uniform(0.5, 2.0, 12)
+    static = np.hstack((np.zeros((6, 2)), np.eye(6)))
+    x0 = rng.normal(size=n) * 0.3
+    lower, upper = static @ x0 - rng.uniform(0.05, 0.5, 6), static @ x0 + rng.uniform(0.05, 0.5, 6)
+    a = rng.normal(size=(8, n))
+    r = a @ x0
+    low = r - rng.uniform(0.05, 0.5, 8)
+    high = r + rng.uniform(0.05, 0.5, 8)
+    low[0], high[0] = r[0] - 1e-3, r[0] + 1e-3  # a band (the stance rows' y* +- tol)
+    low[1] = high[1] = r[1]  # an equality
+    low[2], high[2] = -UNBOUNDED, UNBOUNDED  # unbounded both sides (a switched-off row), OSQP's infinity
+    low[3], high[3] = -np.inf, np.inf  # and numpy's
+    low[4] = -UNBOUNDED  # one-sided (the floor rows: a corner's height above the ground)
+    high[5] = np.inf
+    return jac, target, weights, static, (lower, upper), (a, low, high)
+
+
+def _kkt(p, q, c, lower, upper, x):
+    """Largest stationarity residual and the multipliers of the active rows with their wrong-sign part:
+    ``P x + q + C_A^T y = 0``, ``y >= 0`` on rows at their upper bound, ``y <= 0`` at their lower."""
+    rows = c @ x
+    at_upper = np.isfinite(upper) & (np.abs(upper) < UNBOUNDED) & (rows >= upper - ACTIVE)
+    at_lower = np.isfinite(lower) & (np.abs(lower) < UNBOUNDED) & (rows <= lower + ACTIVE)
+    equality = at_upper & at_lower
+    active = at_upper | at_lower
+    grad = p @ x + q
+    y, *_ = np.linalg.lstsq(c[active].T, -grad, rcond=None)
+    residual = np.abs(grad + c[active].T @ y).max() / max(1.0, np.abs(q).max())
+    wrong = np.where(equality[active], 0.0, np.where(at_upper[active], np.minimum(y, 0), np.maximum(y, 0)))
+    return residual, np.abs(wrong).max(initial=0.0), int(active.sum())
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_daqp_solutions_meet_the_kkt_conditions_of_the_qp_as_posed(seed):
+    jac, target, weights, static, (lower, upper), dynamic = _random_problem(seed)
+    settings = QPSettings(solver="daqp", inactive_shortcut=False)
+    qp = VelocityQP(jac != 0, static, settings, dynamic_rows=len(dynamic[1]))
+    solution = qp.solve(jac, target, weights, lower, upper, dynamic=dynamic)
+    assert solution.status == "solved (DAQP)" and solution.solved
+    x = solution.nu
+    p = jac.T @ (jac * (weights**2)[:, None]) + settings.damping * np.eye(len(x))
+    q = -(jac.T @ (weights**2 * target))
+    c = np.vstack((static, dynamic[0]))
+    low, high = np.concatenate((lower, dynamic[1])), np.concatenate((upper, dynamic[2]))
+    rows = c @ x
+    miss = max(0.0, (low - rows).max(), (rows - high).max())
+    assert miss <= 1e-6  # primal feasibility, DAQP's primal tolerance
+    assert solution.rows_met_within == pytest.approx(miss, abs=1e-15)  # what the solution says of itself
+    residual, wrong_sign, active = _kkt(p, q, c, low, high, x)
+    assert active >= 2  # the check has teeth: rows are active (the equality at least)
+    assert residual <= 1e-8, residual  # stationarity
+    assert wrong_sign <= 1e-8, wrong_sign  # dual feasibility / complementarity
+
+
+def _osqp_tight(p, q, c, lower, upper):
+    """The QP solved by a fresh OSQP at 1e-9 with polishing: the reference."""
+    solver = osqp.OSQP()
+    solver.setup(
+        sp.csc_matrix(np.triu(p)), q, sp.csc_matrix(c), np.maximum(lower, -UNBOUNDED),
+        np.minimum(upper, UNBOUNDED), verbose=False, eps_abs=1e-9, eps_rel=1e-9, max_iter=200000,
+        polishing=True,
+    )  # fmt: skip
+    result = solver.solve(raise_error=False)
+    assert result.info.status == "solved", result.info.status
+    return result.x
+
+
+def test_daqp_and_osqp_agree_on_the_ik_steps_of_a_real_capture(monkeypatch):
+    """The main QP's and priority 1's problems (``mu`` = 1e-8: DAQP's conditioning) of the committed CMU
+    excerpt on G1, each recorded as DAQP solved it: the rows met to 1e-6, the cost of a tight OSQP's
+    solution (1e-9, polished) to 1e-8 relative (measured: DAQP never above it by more than 4e-10, OSQP above
+    DAQP's by up to 1.3e-8); the main QP's solution (strictly convex, damping 1e-4: measured 6e-6 from
+    OSQP's) to 1e-5 and its KKT conditions. Priority 1's ``nu_1`` is not unique (``mu`` = 1e-8): its cost."""
+    from dynik_ros.core.dynamical_ik import DynamicalIKConfig
+    from dynik_ros.io.motion_files import read_motion_file
+    from dynik_ros.retarget.retargeter import ROBOT_INTEGRATION, Retargeter
+
+    recorded = []
+    original = VelocityQP._active_set
+
+    def record(self, hessian, gradient, c, lower, upper):
+        solution = original(self, hessian, gradient, c, lower, upper)
+        if solution is not None and len(recorded) < 400:
+            problem = (hessian.copy(), gradient.copy(), c.copy(), lower.copy(), upper.copy())
+            recorded.append((self.settings.damping, problem, self._last_exact.copy()))
+        return solution
+
+    monkeypatch.setattr(VelocityQP, "_active_set", record)
+    rt = Retargeter.from_config("g1")
+    rt.reset()
+    motion = read_motion_file(Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh")
+    times, measurements, contacts, _ = rt.step_measurements(motion)
+    ik = rt.make_ik(DynamicalIKConfig(integration=ROBOT_INTEGRATION, qp=QPSettings(solver="daqp")))
+    rt.run(times[:60], measurements[:60], ik=ik, settle=0.0, contacts=contacts[:60])
+    dampings = {damping for damping, _, _ in recorded}
+    assert dampings == {1e-4, 1e-8}, dampings  # the main QP and priority 1 both went through DAQP
+    checked = 0
+    for damping, (p, q, c, lower, upper), x in recorded[::5]:
+        reference = _osqp_tight(p, q, c, lower, upper)
+
+        def cost(z, p=p, q=q):
+            return 0.5 * z @ p @ z + q @ z
+
+        scale = max(1.0, abs(cost(reference)))
+        assert cost(x) <= cost(reference) + 1e-8 * scale, (damping, cost(x), cost(reference))
+        assert cost(reference) <= cost(x) + 1e-7 * scale, (damping, cost(x), cost(reference))
+        rows = c @ x
+        assert (rows >= lower - 1e-6).all() and (rows <= upper + 1e-6).all()
+        if damping == 1e-4:
+            np.testing.assert_allclose(x, reference, atol=1e-5)
+            residual, wrong_sign, _ = _kkt(p, q, c, lower, upper, x)
+            assert residual <= 1e-10 and wrong_sign <= 1e-8, (residual, wrong_sign)
+        checked += 1
+    assert checked >= 20
+
+
+def test_daqp_without_an_optimum_gives_what_osqp_gives():
+    """Infeasible dynamic rows (a column above 1 and below -1): DAQP reports it (exitflag -1) and the step
+    gets OSQP's result, the same to the bit as with ``solver="osqp"``; after a feasible solve too (DAQP's
+    model then still holds the previous problem: its answer must not be taken), and with crossed bounds,
+    which DAQP refuses at its update."""
+    jac, target, weights, static, (lower, upper), _ = _random_problem(0)
+    a = np.zeros((2, 8))
+    a[:, 2] = 1.0
+    infeasible = (a, np.array([1.0, -UNBOUNDED]), np.array([UNBOUNDED, -1.0]))
+    results = {}
+    for solver in ("daqp", "osqp"):
+        qp = VelocityQP(jac != 0, static, QPSettings(solver=solver), dynamic_rows=2)
+        results[solver] = qp.solve(jac, target, weights, lower, upper, dynamic=infeasible)
+        if solver == "daqp":
+            assert qp._dense.exitflag == -1  # DAQP's own verdict: infeasible
+    daqp_result, osqp_result = results["daqp"], results["osqp"]
+    assert daqp_result.status == osqp_result.status == "primal infeasible"
+    assert not daqp_result.solved and daqp_result.iterations == osqp_result.iterations
+    np.testing.assert_array_equal(daqp_result.nu, osqp_result.nu)
+
+    qp = VelocityQP(jac != 0, static, QPSettings(solver="daqp"), dynamic_rows=2)
+    free = (a, np.full(2, -UNBOUNDED), np.full(2, UNBOUNDED))
+    assert qp.solve(jac, target, weights, lower, upper, dynamic=free).status == "solved (DAQP)"
+    after = qp.solve(jac, target, weights, lower, upper, dynamic=infeasible)
+    assert not after.solved and after.status == "primal infeasible"
+    assert qp.solve(jac, target, weights, lower, upper, dynamic=free).status == "solved (DAQP)"
+    crossed = (a, np.array([1.0, -UNBOUNDED]), np.array([0.5, UNBOUNDED]))  # 1 <= x_2 <= 0.5
+    assert qp.solve(jac, target, weights, lower, upper, dynamic=crossed).status != "solved (DAQP)"
+    assert qp._dense.exitflag < 0
+
+
+def test_non_finite_data_is_not_a_daqp_solution():
+    """A NaN in the task: DAQP's answer is not finite and is not taken; the QP's answer is never NaN."""
+    jac, target, weights, static, (lower, upper), dynamic = _random_problem(1)
+    qp = VelocityQP(jac != 0, static, QPSettings(solver="daqp"), dynamic_rows=len(dynamic[1]))
+    target = target.copy()
+    target[0] = np.nan
+    solution = qp.solve(jac, target, weights, lower, upper, dynamic=dynamic)
+    assert solution.status != "solved (DAQP)"
+    assert not solution.solved or np.all(np.isfinite(solution.nu))
+    assert np.all(np.isfinite(solution.nu))
+
+
+def test_an_unknown_solver_is_refused():
+    with pytest.raises(ValueError, match="solver"):
+        QPSettings(solver="qpoases")
