@@ -275,20 +275,29 @@ def test_q_is_the_join_of_the_pose_after_every_way_the_pose_changes():
     assert np.array_equal(ik.q, joined()) and np.array_equal(ik.q, ik.robot.join(*ik.robot.split(case.q0)))
 
 
-def test_a_solution_the_qp_says_meets_its_rows_meets_them_multiplied_out():
-    """``QPSolution.rows_met_within`` (the Cholesky shortcut, which lets ``ExtraTerms._meets`` skip its own
-    product) is true of the rows multiplied out: ``l - tol <= C nu <= u + tol`` for the joint rows and the
-    dynamic rows of random QPs, with and without an expansion; both paths (shortcut, OSQP) are exercised."""
-    from dynik_ros.core.velocity_qp import VelocityQP
+@pytest.mark.parametrize("solver", ["daqp", "osqp"])
+def test_a_solution_the_qp_says_meets_its_rows_meets_them_multiplied_out(solver):
+    """``QPSolution.rows_met_within`` (the Cholesky shortcut and DAQP, which lets ``ExtraTerms._meets`` skip
+    its own product) is true of the rows multiplied out: ``l - tol <= C nu <= u + tol`` for the joint rows
+    and the dynamic rows of random QPs, with and without an expansion; every path of the solver (shortcut,
+    DAQP; shortcut, OSQP: no claim) is exercised."""
+    from dynik_ros.core.velocity_qp import QPSettings, VelocityQP
 
     rng = np.random.default_rng(9)
     n, m, dynamic = 8, 12, 5
     expansion = np.eye(n)[:, :6]  # two locked columns
-    paths = {"shortcut": 0, "osqp": 0}
+    paths = {"shortcut": 0, solver: 0}
+    named = {"solved (no active constraint)": "shortcut", "solved (DAQP)": "daqp"}  # else OSQP's own status
     for with_expansion in (False, True):
         e = expansion if with_expansion else None
         constraint = np.eye(n)
-        qp = VelocityQP(np.ones((m, n), dtype=bool), constraint, expansion=e, dynamic_rows=dynamic)
+        qp = VelocityQP(
+            np.ones((m, n), dtype=bool),
+            constraint,
+            QPSettings(solver=solver),
+            expansion=e,
+            dynamic_rows=dynamic,
+        )
         for _ in range(300):
             jacobian = rng.normal(size=(m, n))
             target = rng.normal(size=m)
@@ -298,14 +307,14 @@ def test_a_solution_the_qp_says_meets_its_rows_meets_them_multiplied_out():
             dl, du = -width * rng.random(dynamic), width * rng.random(dynamic)
             solution = qp.solve(jacobian, target, np.ones(m), lower, upper, dynamic=(a, dl, du))
             assert solution.solved
+            path = named.get(solution.status, "osqp")
+            paths[path] = paths.get(path, 0) + 1
+            assert np.isfinite(solution.rows_met_within) == (path != "osqp")
             if np.isfinite(solution.rows_met_within):
-                paths["shortcut"] += 1
                 tol = solution.rows_met_within
                 kept = np.flatnonzero(np.any(constraint @ (np.eye(n) if e is None else e) != 0, axis=1))
                 rows = np.concatenate(((constraint @ solution.nu)[kept], a @ solution.nu))
                 low = np.concatenate((lower[kept], dl)) - tol - 1e-12
                 high = np.concatenate((upper[kept], du)) + tol + 1e-12
                 assert np.all(rows >= low) and np.all(rows <= high)
-            else:
-                paths["osqp"] += 1
-    assert min(paths.values()) > 50, paths
+    assert min(paths.values()) > 50 and len(paths) == 2, paths
