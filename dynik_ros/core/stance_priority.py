@@ -12,8 +12,8 @@ limit with an iterate that misses any row, or the step holds. Lexicographic orde
 
 with ``J_s``, ``v*_s``, ``W_s`` the stance frames' rows of the stacked Jacobian, of eq. (9)'s corrected
 velocity and of the weights, and ``y* = J_s nu_1``. The cost is strictly convex in ``y = J_s nu``, so ``y*``
-is unique (for ``mu -> 0``; ``mu`` is a small damping that makes ``nu_1`` unique for OSQP and the Cholesky
-shortcut of :class:`~.velocity_qp.VelocityQP`), and the set of ``nu`` that keep priority 1 optimal is
+is unique (for ``mu -> 0``; ``mu`` is a small damping that makes ``nu_1`` unique for the solvers and the
+Cholesky shortcut of :class:`~.velocity_qp.VelocityQP`), and the set of ``nu`` that keep priority 1 optimal is
 ``{nu feasible : J_s nu = y*}``. The main QP (eq. 10) then takes the stance rows as
 
     y* - tol <= J_s nu <= y* + tol
@@ -22,9 +22,11 @@ feasible by construction (``nu_1`` meets them), the same as the plain rows whene
 (``y* = v*_s``, to ``mu``'s and OSQP's accuracy: well inside ``tol``), and otherwise the sole moves as close
 to its held pose as the whole body's joints allow while every other target gives way. Where the main QP
 still ends without meeting its rows (near a singular leg OSQP needs thousands of iterations; or "solved"
-1-2e-4 outside them, OSQP's accuracy), the step takes ``nu_1``, with the main QP's solution on the columns in
-none of the rows (:meth:`StancePriority.fallback`, :func:`main_on_free_columns`). Priority 1 is a second
-:class:`~.velocity_qp.VelocityQP` (fixed sparsity from the stance rows' Jacobian pattern, warm started).
+1-2e-4 outside them, OSQP's accuracy; DAQP, the default solver, meets them: 0 such steps on CMU 131_03 / G1
+against 5), the step takes ``nu_1``, with the main QP's solution on the columns in none of the rows
+(:meth:`StancePriority.fallback`, :func:`main_on_free_columns`). Priority 1 is a second
+:class:`~.velocity_qp.VelocityQP` with the main QP's solver (on DAQP: every QP of CMU 131_02's first 1247
+steps on G1 optimal, rows met within 1e-6, the cost of a tight OSQP's solution).
 ROS-free.
 """
 
