@@ -286,3 +286,37 @@ def test_ik_node_holds_the_lagging_foot_where_the_robot_put_it(h, tmp_path):
     assert len(landing) == 1 and landing[0] > 0.008
     centres = _sole_centres(rt, q[start + 10 : end])
     assert float(np.linalg.norm(centres[:, :2] - centres[0, :2], axis=1).max()) < SLIDE_LIMIT
+
+
+def test_the_offline_replay_reuses_the_human_contact_decisions_and_writes_what_deciding_again_writes():
+    """``Retargeter.run`` replays the feet with the robot's soles taking ``compute``'s contact decisions
+    (``RobotAnchoredFeet.decided``, FootContact._decide reads the human alone) instead of running the
+    touch-down, toe-off and footprint rules a second time: on the committed CMU excerpt (G1, the defaults:
+    anchor robot, hard stance) the written trajectory, the moved holds and the replay's contacts are those
+    of the replay deciding again, bit for bit."""
+    from pathlib import Path
+
+    from dynik_ros.io.motion_files import detect_format, read_motion_file
+
+    path = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
+    motion = read_motion_file(path, detect_format(path))
+    rt = Retargeter.from_config("g1")
+    assert rt.config.contact.anchor == "robot"
+    rt.reset()
+    measurements, flags = rt.motion_measurements(motion)
+    replay = rt.robot_anchor
+    np.testing.assert_array_equal(replay.decided, flags >= 0)
+    starts = np.diff((flags >= 0).astype(int), axis=0)
+    assert (starts > 0).sum() >= 3 and (starts < 0).sum() >= 3  # contacts begin and end
+    runs = {}
+    for reuse in (True, False):
+        replay.decided = (flags >= 0) if reuse else None
+        result = rt.run(motion.times, measurements, settle=0.2, evaluate=False, contacts=flags)
+        runs[reuse] = result, replay.flags.copy(), replay.flat.copy()
+    (reused, reused_flags, reused_flat), (again, again_flags, again_flat) = runs[True], runs[False]
+    assert len(again.anchor_shifts) >= 3  # holds were moved onto the robot's soles
+    assert reused.anchor_shifts == again.anchor_shifts
+    np.testing.assert_array_equal(reused_flags, again_flags)
+    np.testing.assert_array_equal(reused_flat, again_flat)
+    np.testing.assert_array_equal(again_flags >= 0, flags >= 0)  # deciding again: the human's decisions
+    np.testing.assert_array_equal(reused.q, again.q)

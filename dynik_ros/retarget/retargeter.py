@@ -401,6 +401,8 @@ class Retargeter(StreamInput):
             robot_sole,
             samples,
         )
+        if self.robot_anchor is not None:  # the replay takes this pass's contact decisions (robot_anchor.py)
+            self.robot_anchor.decided = flags >= 0
         if self.contact.leg_turn is not None and self.contact.leg_turn.any():  # contact.reach moved a foot
             turn_legs(target_rotations, self._leg_rows, self.contact.leg_turn, self.contact.leg_heading)
         if self.pelvis_reach is not None and hips is not None and self._pelvis_row is not None:

@@ -84,6 +84,10 @@ class RobotAnchoredFeet:
         self.flags = np.full((n, n_feet), -1, dtype=int)
         self.flat = np.zeros((n, n_feet), dtype=bool)
         self.on_toe = np.zeros((n, n_feet), dtype=bool)
+        # (N, n_feet) whether each foot is in contact, as compute's pass decided (its flags >= 0): the
+        # decisions read the human alone (FootContact._decide), so the replay takes them instead of
+        # deciding again (None: decided again)
+        self.decided: np.ndarray | None = None
 
     def start(self) -> None:
         """Back to the contact states before the take (a new run of the same targets)."""
@@ -105,10 +109,11 @@ class RobotAnchoredFeet:
         position, velocity = self.positions[k].copy(), self.velocities[k].copy()
         rotation, omega = self.rotations[k].copy(), self.omegas[k].copy()
         robot_sole = robot_sole_reader(robot, frames, self._q_at_sample)
+        decided = self.decided[k].tolist() if self.decided is not None else [None] * len(self.rows)
         for f in range(len(self.rows)):
             self.contact.advance(
                 f, k, self.human, position[f], velocity[f], rotation, omega,
-                self.flags[k], self.flat[k], self.on_toe[k], robot_sole,
+                self.flags[k], self.flat[k], self.on_toe[k], robot_sole, decided[f],
             )  # fmt: skip
         ori_rows, ori_feet = self.orientation_rows, self.orientation_feet
         if np.array_equal(m.positions[self.rows], position) and np.array_equal(

@@ -394,34 +394,16 @@ class FootContact:
                 )
         return flags
 
-    def advance(
-        self,
-        f: int,
-        k: int,
-        human: HumanFeet,
-        target: np.ndarray,
-        rate: np.ndarray,
-        rotations: np.ndarray,
-        omegas: np.ndarray,
-        flags: np.ndarray,
-        flat: np.ndarray,
-        on_toe: np.ndarray,
-        robot_sole: RobotSole | None = None,
-    ) -> None:
-        """Foot ``f`` at sample ``k`` of ``human``: its position target ``target`` and velocity ``rate``
-        (3,), and ``rotations[f]`` / ``omegas[f]`` (the feet's orientation targets of this sample), are
-        changed in place; ``flags[f]``, ``flat[f]``, ``on_toe[f]`` set (:meth:`apply`). Samples of one foot
-        must come in order; feet are independent. With ``robot_sole`` (``f -> (position, rotation)`` of the
-        robot's foot frame now) the hold is anchored where the robot's sole is once the contact is flat
-        (module docstring, ``contact.anchor: robot``)."""
+    def _decide(self, f: int, k: int, human: HumanFeet, rotations: np.ndarray) -> bool:
+        """Whether foot ``f`` is in contact at sample ``k`` (:meth:`advance`): the touch-down / lift-off
+        hysteresis, toe-off, footprint left. It reads the human alone (its sole heights, speeds, heel and
+        toe, foot links, and ``rotations[f]`` as the human foot is, before :meth:`advance` levels it) and
+        the state only this method writes (besides :attr:`in_contact` and :attr:`contact_at`, which follow
+        its answers): the same samples from the same state give the same answers whatever robot the
+        targets are replayed with (:mod:`.robot_anchor`)."""
         spec = self.spec
-        tau = max(spec.release_time, 1e-9)
         heel_off = spec.heel_off if spec.toe == "flat" else 0.0
-        blend = max(spec.blend_time, 1e-9)
         pivot_off = math.radians(spec.pivot_off)
-        toes = spec.toe == "pitch" and spec.flatten
-        toe_full = math.radians(spec.toe_angle)
-        sole = self.soles[f]
         p = human.positions
         t, h, s = human.times[k], human.heights[k][f], human.speeds[k][f]
         now = next_contact(self.in_contact[f], h, s, spec) and t >= self.quiet_until[f]
@@ -458,6 +440,44 @@ class FootContact:
             ) or (spec.pivot_off > 0.0 and abs(_wrap(yaw - self.footprint_yaw[f])) > pivot_off):
                 now = False
                 self.quiet_until[f] = t + spec.release_time
+        if now and not self.in_contact[f]:  # touch-down: the footprint and the heel, toe lows start here
+            self.heel_low[f], self.toe_low[f] = heel, toe
+            self.footprint[f] = p[k, self.sensor_links[f], :2].copy()
+            heading = rotations[f][:, 0]
+            self.footprint_yaw[f] = math.atan2(heading[1], heading[0])
+        return now
+
+    def advance(
+        self,
+        f: int,
+        k: int,
+        human: HumanFeet,
+        target: np.ndarray,
+        rate: np.ndarray,
+        rotations: np.ndarray,
+        omegas: np.ndarray,
+        flags: np.ndarray,
+        flat: np.ndarray,
+        on_toe: np.ndarray,
+        robot_sole: RobotSole | None = None,
+        decided: bool | None = None,
+    ) -> None:
+        """Foot ``f`` at sample ``k`` of ``human``: its position target ``target`` and velocity ``rate``
+        (3,), and ``rotations[f]`` / ``omegas[f]`` (the feet's orientation targets of this sample), are
+        changed in place; ``flags[f]``, ``flat[f]``, ``on_toe[f]`` set (:meth:`apply`). Samples of one foot
+        must come in order; feet are independent. With ``robot_sole`` (``f -> (position, rotation)`` of the
+        robot's foot frame now) the hold is anchored where the robot's sole is once the contact is flat
+        (module docstring, ``contact.anchor: robot``). ``decided``: whether the foot is in contact at this
+        sample, as :meth:`_decide` found it on an earlier pass over the same samples from the same state
+        (``flags >= 0`` of :meth:`apply`; :mod:`.robot_anchor`'s replay), which then is not run again."""
+        spec = self.spec
+        tau = max(spec.release_time, 1e-9)
+        blend = max(spec.blend_time, 1e-9)
+        toes = spec.toe == "pitch" and spec.flatten
+        toe_full = math.radians(spec.toe_angle)
+        sole = self.soles[f]
+        t = human.times[k]
+        now = self._decide(f, k, human, rotations) if decided is None else decided
         if self.in_contact[f]:
             if not now:
                 self.level_at_release[f] = self._level_weight(f, t)
@@ -469,11 +489,8 @@ class FootContact:
         elif now:
             self.in_contact[f] = True
             self.contact_at[f] = t
-            self.heel_low[f], self.toe_low[f] = heel, toe
-            self.footprint[f] = p[k, self.sensor_links[f], :2].copy()
             heading = rotations[f][:, 0]
             self.landing_yaw[f] = math.atan2(heading[1], heading[0])
-            self.footprint_yaw[f] = self.landing_yaw[f]
             delta = self.release_delta[f]
             if delta is not None:  # landing again while the last release still fades
                 target += delta * math.exp(-(t - self.release_at[f]) / tau)
