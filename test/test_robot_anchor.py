@@ -320,3 +320,57 @@ def test_the_offline_replay_reuses_the_human_contact_decisions_and_writes_what_d
     np.testing.assert_array_equal(reused_flat, again_flat)
     np.testing.assert_array_equal(again_flags >= 0, flags >= 0)  # deciding again: the human's decisions
     np.testing.assert_array_equal(reused.q, again.q)
+
+
+def _cmu_excerpt_on_g1():
+    from pathlib import Path
+
+    from dynik_ros.io.motion_files import detect_format, read_motion_file
+
+    path = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
+    motion = read_motion_file(path, detect_format(path))
+    rt = Retargeter.from_config("g1")
+    rt.reset()
+    measurements, flags = rt.motion_measurements(motion)
+    return rt, motion, measurements, flags
+
+
+def test_an_offline_run_validates_the_take_at_once_and_the_replayed_feet_rows_as_they_come(monkeypatch):
+    """``Retargeter.run`` validates the whole take up front (``plainly_valid_all``) and the rows the
+    ``anchor: robot`` replay replaces as it replaces them, and steps the IK ``checked``: on the CMU excerpt
+    every step is checked so, and the trajectory is the one of steps validating each sample themselves, bit
+    for bit. A non-finite row out of the replay still stops the run with the step's error."""
+    from dynik_ros.core.dynamical_ik import DynamicalIK
+    from dynik_ros.core.targets import InvalidMeasurementError
+    from dynik_ros.retarget import retargeter
+
+    rt, motion, measurements, flags = _cmu_excerpt_on_g1()
+    plain_step = DynamicalIK.step
+    told = []
+
+    def step(ik, m, dt, checked=False):
+        if ik.config.branch_recovery.enabled:  # the run's IK (its branch-recovery shadow's steps aside)
+            told.append(checked)
+        return plain_step(ik, m, dt, checked)
+
+    monkeypatch.setattr(DynamicalIK, "step", step)
+    fast = rt.run(motion.times, measurements, settle=0.0, evaluate=False, contacts=flags)
+    assert len(told) == len(motion.times) and all(told)
+    assert len(fast.anchor_shifts) >= 3  # the replay replaced the feet's rows
+    told.clear()
+    monkeypatch.setattr(retargeter, "plainly_valid_all", lambda *args: False)
+    slow = rt.run(motion.times, measurements, settle=0.0, evaluate=False, contacts=flags)
+    assert len(told) == len(motion.times) and not any(told)
+    np.testing.assert_array_equal(fast.q, slow.q)
+    monkeypatch.undo()
+    # a foot's rotation passed through unchanged by the replay (in the air, no level blend) made NaN
+    replay = rt.robot_anchor
+    ori, foot = int(replay.orientation_rows[0]), int(replay.orientation_feet[0])
+    k = next(
+        k
+        for k in range(10, len(motion.times))
+        if np.array_equal(measurements[k].rotations[ori], replay.rotations[k, foot])
+    )
+    replay.rotations[k, foot, 0, 0] = np.nan
+    with pytest.raises(InvalidMeasurementError, match="rotations"):
+        rt.run(motion.times, measurements, settle=0.0, evaluate=False, contacts=flags)

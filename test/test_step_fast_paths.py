@@ -10,7 +10,14 @@ import pytest
 
 from dynik_ros.core.quaternion import _quaternion_of_one, quaternion_from_rotation
 from dynik_ros.core.so3 import exp_so3
-from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measurements, TargetSet
+from dynik_ros.core.targets import (
+    FrameTarget,
+    InvalidMeasurementError,
+    Measurements,
+    TargetSet,
+    plainly_valid_all,
+    plainly_valid_rows,
+)
 
 
 def _verdict(measurements: Measurements, targets: TargetSet, full: bool) -> str:
@@ -59,9 +66,9 @@ def _random_measurements(rng: np.random.Generator, n_p: int, n_o: int) -> Measur
             flat[:] = 1e308 * np.sign(rng.normal(size=flat.size))  # finite, sums overflow
         elif kind == 3:
             value = value[:-1] if value.shape[0] else value  # wrong shape
-        elif kind == 4 and name == "rotations" and n_o:
-            # off the tolerance, inside it, a reflection
-            value[rng.integers(n_o)] *= rng.choice([1.0 + 2e-3, 1.0 + 5e-4, -1.0])
+        elif kind == 4 and name == "rotations" and len(value):
+            # off the tolerance, inside it, a reflection (of the rotations left by a shape defect)
+            value[rng.integers(len(value))] *= rng.choice([1.0 + 2e-3, 1.0 + 5e-4, -1.0])
         elif kind == 5:
             value = value.tolist()  # not an array: the full checks take lists too
         elif kind == 6:
@@ -85,6 +92,81 @@ def test_validate_fast_path_gives_the_verdicts_of_the_full_checks(n_p, n_o):
         assert _verdict(m, targets, full=False) == expected
         verdicts["ok" if expected == "ok" else "refused"] += 1
     assert min(verdicts.values()) > 100, verdicts  # both sides of the checks were exercised
+
+
+def _clean_like(m: Measurements, rng: np.random.Generator, n_p: int, n_o: int) -> Measurements:
+    """A valid measurement giving the fields ``m`` gives (``None`` where it has ``None``)."""
+    return Measurements(
+        rng.normal(size=(n_p, 3)),
+        exp_so3(rng.normal(size=(n_o, 3)) * 2.0),
+        None if m.linear_velocities is None else rng.normal(size=(n_p, 3)),
+        None if m.angular_velocities is None else rng.normal(size=(n_o, 3)),
+        None if m.com_position is None else rng.normal(size=3),
+        None if m.com_velocity is None else rng.normal(size=3),
+        weight_scale=None if m.weight_scale is None else rng.random(3 * (n_p + n_o)),
+        min_gain=None if m.min_gain is None else rng.random(3 * (n_p + n_o)),
+    )
+
+
+@pytest.mark.parametrize("n_p, n_o", [(1, 23), (6, 15), (0, 4), (3, 0)])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the full checks on 1e308 entries overflow
+def test_a_batch_found_plainly_valid_at_once_is_one_every_sample_of_passes(n_p, n_o):
+    """``plainly_valid_all`` (``Retargeter.run`` validates a take at once, then steps it ``checked``): on
+    clean samples with one random sample among them (0-2 defects of every kind), a batch it passes is one
+    whose every sample the full checks pass, and it passes every batch whose samples the per-sample fast path
+    passes; a sample refused by the full checks fails the batch."""
+    frames = [f"f{i}" for i in range(max(n_p, n_o))]
+    targets = TargetSet([FrameTarget(f, position=i < n_p, orientation=i < n_o) for i, f in enumerate(frames)])
+    rng = np.random.default_rng(7 + n_p * 100 + n_o)
+    outcomes = {"passed": 0, "failed": 0}
+    for _ in range(400):
+        m = _random_measurements(rng, n_p, n_o)
+        if rng.random() < 0.3:
+            m.weight_scale = rng.random(3 * (n_p + n_o)) - (0.1 if rng.random() < 0.3 else 0.0)
+        batch = [_clean_like(m, rng, n_p, n_o) for _ in range(6)]
+        batch.insert(int(rng.integers(len(batch) + 1)), m)
+        passed = plainly_valid_all(batch, targets)
+        if passed:
+            assert all(_verdict(x, targets, full=True) == "ok" for x in batch)
+        if _verdict(m, targets, full=True) != "ok":
+            assert not passed
+        huge = any(  # entries near the float limit: a sum over the samples may overflow (decided one by one)
+            isinstance(v, np.ndarray) and v.size and np.nanmax(np.abs(v)) > 1e300 for v in vars(m).values()
+        )
+        if all(x._plainly_valid(targets, 1e-3) for x in batch) and not huge:
+            assert passed
+        outcomes["passed" if passed else "failed"] += 1
+    assert min(outcomes.values()) > 60, outcomes  # both verdicts exercised
+    # a field given on some samples only: not decided at once (each sample is then validated by its step)
+    mixed = [_clean_like(m, rng, n_p, n_o) for _ in range(3)]
+    mixed[1].com_position, mixed[1].com_velocity = np.zeros(3), np.zeros(3)
+    mixed[0].com_position = mixed[0].com_velocity = None
+    mixed[2].com_position = mixed[2].com_velocity = None
+    assert not plainly_valid_all(mixed, targets) and plainly_valid_all([], targets)
+
+
+def test_replaced_rows_are_checked_as_the_whole_measurement_would_be():
+    """``plainly_valid_rows`` (the feet's rows the ``anchor: robot`` replay replaced): a row NaN, infinite,
+    a reflection or out of the rotation tolerance fails it, a rotation within it passes."""
+    rng = np.random.default_rng(3)
+    rotations = exp_so3(rng.normal(size=(2, 3)))
+    positions, linear, angular = rng.normal(size=(2, 3)), rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+    assert plainly_valid_rows(positions, rotations, linear, angular)
+    assert plainly_valid_rows(positions, rotations, None, None)
+    for name, i, value in (
+        ("positions", (1, 2), np.nan),
+        ("linear", (0, 0), np.inf),
+        ("angular", (1, 1), np.nan),
+        ("rotations", (1, 0, 0), np.nan),
+    ):
+        bad = {"positions": positions, "rotations": rotations, "linear": linear, "angular": angular}
+        bad[name] = bad[name].copy()
+        bad[name][i] = value
+        assert not plainly_valid_rows(bad["positions"], bad["rotations"], bad["linear"], bad["angular"])
+    for factor, expected in ((-1.0, False), (1.0 + 2e-3, False), (1.0 + 2e-4, True)):
+        scaled = rotations.copy()
+        scaled[0] *= factor
+        assert plainly_valid_rows(positions, scaled, linear, angular) is expected
 
 
 def test_quaternion_of_one_matrix_is_the_vectorised_formula():

@@ -139,7 +139,7 @@ class BranchRecovery:
                 self.trials += 1
             return
         self._timer += dt
-        self.shadow.step(measurements, dt)
+        self.shadow.step(measurements, dt, checked=True)  # the main IK's step has taken them (same targets)
         shadow_error = self.shadow.last_error
         if self.state == self.TRIAL:
             settled = self._timer >= c.settle_trial

@@ -211,37 +211,112 @@ class Measurements:
         expected shapes, all finite, rotations within the tolerance with ``det > 0``); ``False`` sends the
         sample to the full checks, which name what is wrong."""
         n_p, n_o = targets.n_position, targets.n_orientation
-        for value, shape in (
-            (self.positions, (n_p, 3)),
-            (self.rotations, (n_o, 3, 3)),
-            (self.linear_velocities, (n_p, 3)),
-            (self.angular_velocities, (n_o, 3)),
-            (self.com_position, (3,)),
-            (self.com_velocity, (3,)),
-            (self.weight_scale, (3 * (n_p + n_o),)),
-            (self.min_gain, (3 * (n_p + n_o),)),
+        values = (
+            self.positions,
+            self.rotations,
+            self.linear_velocities,
+            self.angular_velocities,
+            self.com_position,
+            self.com_velocity,
+            self.weight_scale,
+            self.min_gain,
+        )
+        return _plain_values(values, _field_shapes(n_p, n_o), n_o, rotation_tolerance)
+
+
+# the fields :meth:`Measurements.validate` checks, in the order of :func:`_field_shapes`
+_FIELDS = (
+    "positions",
+    "rotations",
+    "linear_velocities",
+    "angular_velocities",
+    "com_position",
+    "com_velocity",
+    "weight_scale",
+    "min_gain",
+)
+
+
+def _field_shapes(n_p: int, n_o: int) -> tuple[tuple[int, ...], ...]:
+    """The shapes of :data:`_FIELDS` for ``n_p`` position and ``n_o`` orientation targets."""
+    rows = (3 * (n_p + n_o),)  # per row of eq. (9)
+    return (n_p, 3), (n_o, 3, 3), (n_p, 3), (n_o, 3), (3,), (3,), rows, rows
+
+
+def _plain_values(
+    values: Sequence[np.ndarray | None],
+    shapes: Sequence[tuple[int, ...]],
+    n_o: int,
+    rotation_tolerance: float,
+) -> bool:
+    """The fast path's checks (:meth:`Measurements._plainly_valid`) of ``values`` in the order of
+    :data:`_FIELDS` (``None``: not given), each of its shape in ``shapes``: of one sample, or of many stacked
+    (a leading axis of samples, :func:`plainly_valid_all`; every check is per element or per rotation)."""
+    for value, shape in zip(values, shapes, strict=True):
+        if value is None:
+            continue
+        if type(value) is not np.ndarray or value.shape != shape or value.dtype.char != "d":
+            return False
+        # a sum is finite when every term is (NaN and infinities propagate); only an overflowing sum of
+        # huge finite values is sent to the full checks, which accept it
+        if not math.isfinite(value.sum()):
+            return False
+    rotations, com_position, com_velocity, weight_scale, min_gain = values[1], *values[4:]
+    for per_row in (weight_scale, min_gain):
+        if per_row is not None and per_row.size and per_row.min() < 0.0:
+            return False
+    if (com_position is None) != (com_velocity is None):
+        return False
+    if not n_o:
+        return True
+    gram = np.swapaxes(rotations, -1, -2) @ rotations
+    if not np.abs(gram - _IDENTITY).max() <= rotation_tolerance:
+        return False
+    # det R by its six products (Leibniz), in one gather: above 1/2 (orthonormal: +-1) it leaves no
+    # doubt about the sign the full checks compute, anything else goes to them (LAPACK's det, one call,
+    # cost 3x as much per step)
+    terms = rotations.reshape(-1, 9)[:, _LEIBNIZ].prod(axis=-1).sum(axis=-1)
+    return bool((terms[:, 0] - terms[:, 1]).min() > 0.5)
+
+
+def plainly_valid_all(
+    measurements: Sequence[Measurements], targets: TargetSet, rotation_tolerance: float = 1e-3
+) -> bool:
+    """Whether :meth:`Measurements.validate` passes every one of ``measurements``, decided for all at once
+    by its fast path's checks on each field stacked over the samples (offline, ``Retargeter.run``: the
+    steps are then told ``checked``). ``False`` decides nothing (the steps validate one by one, naming what
+    is wrong): a field given on some samples and not on others, anything the per-sample fast path sends to
+    the full checks, a sum over all the samples that overflows."""
+    if not measurements:
+        return True
+    n_p, n_o = targets.n_position, targets.n_orientation
+    shapes = _field_shapes(n_p, n_o)
+    stacked: list[np.ndarray | None] = []
+    for name, shape in zip(_FIELDS, shapes, strict=True):
+        values = [getattr(m, name) for m in measurements]
+        given = [v for v in values if v is not None]
+        if not given:
+            stacked.append(None)
+            continue
+        if len(given) < len(values) or not all(
+            type(v) is np.ndarray and v.shape == shape and v.dtype.char == "d" for v in given
         ):
-            if value is None:
-                continue
-            if type(value) is not np.ndarray or value.shape != shape or value.dtype.char != "d":
-                return False
-            # a sum is finite when every term is (NaN and infinities propagate); only an overflowing sum of
-            # huge finite values is sent to the full checks, which accept it
-            if not math.isfinite(value.sum()):
-                return False
-        for per_row in (self.weight_scale, self.min_gain):
-            if per_row is not None and per_row.size and per_row.min() < 0.0:
-                return False
-        if (self.com_position is None) != (self.com_velocity is None):
             return False
-        if not n_o:
-            return True
-        rotations = self.rotations
-        gram = np.swapaxes(rotations, -1, -2) @ rotations
-        if not np.abs(gram - _IDENTITY).max() <= rotation_tolerance:
-            return False
-        # det R by its six products (Leibniz), in one gather: above 1/2 (orthonormal: +-1) it leaves no
-        # doubt about the sign the full checks compute, anything else goes to them (LAPACK's det, one call,
-        # cost 3x as much per step)
-        terms = rotations.reshape(-1, 9)[:, _LEIBNIZ].prod(axis=-1).sum(axis=-1)
-        return bool((terms[:, 0] - terms[:, 1]).min() > 0.5)
+        stacked.append(np.stack(given))
+    n = len(measurements)
+    return _plain_values(stacked, [(n, *shape) for shape in shapes], n_o, rotation_tolerance)
+
+
+def plainly_valid_rows(
+    positions: np.ndarray,
+    rotations: np.ndarray,
+    linear_velocities: np.ndarray | None,
+    angular_velocities: np.ndarray | None,
+    rotation_tolerance: float = 1e-3,
+) -> bool:
+    """The fast path's checks of some rows of a measurement (positions ``(n, 3)``, rotations ``(m, 3, 3)``
+    and their velocities): a measurement plainly valid but for these rows, replaced, is plainly valid when
+    they are (``RobotAnchoredFeet``: the held feet's rows)."""
+    n_p, n_o = len(positions), len(rotations)
+    values = (positions, rotations, linear_velocities, angular_velocities, None, None, None, None)
+    return _plain_values(values, _field_shapes(n_p, n_o), n_o, rotation_tolerance)

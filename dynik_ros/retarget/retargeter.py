@@ -25,7 +25,13 @@ import numpy as np
 
 from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
 from dynik_ros.core.floor_rows import FloorConfig, points_of_feet
-from dynik_ros.core.targets import FrameTarget, InvalidMeasurementError, Measurements, TargetSet
+from dynik_ros.core.targets import (
+    FrameTarget,
+    InvalidMeasurementError,
+    Measurements,
+    TargetSet,
+    plainly_valid_all,
+)
 from dynik_ros.retarget.calibration import Calibration, calibrate, check_calibration, yaw_alignment
 from dynik_ros.retarget.held_gain import held_min_gains
 from dynik_ros.retarget.hinge_alignment import HingeAlignment, find_hinge
@@ -538,6 +544,11 @@ class Retargeter(StreamInput):
         n_feet = len(self.config.feet)
         result_contacts = contacts if contacts is not None else np.full((n, n_feet), -1, dtype=int)
         step_every = max(1, n // 200)
+        # every sample validated at once (the live path, ik_node, validates each as it comes); a sample whose
+        # feet's rows the replay replaced is checked on those rows, one interpolated between two in full
+        tolerance = ik.config.rotation_tolerance
+        trusted = plainly_valid_all(measurements, ik.targets, tolerance)
+        checked = np.full(n, trusted)
         replay = self.robot_anchor
         if self.config.contact.anchor != "robot" or replay is None or not replay.matches(times):
             replay = None
@@ -546,17 +557,21 @@ class Retargeter(StreamInput):
             measurements = list(measurements)  # the feet's rows replaced as the robot's soles land
             frames = [f.frame for f in self.config.feet]
             if n:  # the first sample reads the configuration the IK starts from, before the settle on it
-                measurements[0] = replay.measurement(0, measurements[0], robot, frames, ik.q)
+                measurements[0], checked[0] = replay.checked_measurement(
+                    0, measurements[0], robot, frames, ik.q, trusted, tolerance
+                )
         if settle > 0 and n:
             self.settle(ik, measurements[0], settle)
         for k in range(n):
             start = time.perf_counter()
             if replay is not None and k:
-                measurements[k] = replay.measurement(k, measurements[k], robot, frames, ik.q)
+                measurements[k], checked[k] = replay.checked_measurement(
+                    k, measurements[k], robot, frames, ik.q, trusted, tolerance
+                )
             steps = max(1, math.ceil(float(dts[k]) / max_step - 1e-9)) if k else 1
             for j in range(1, steps):  # a sparse take (30 Hz played 3x slower): smaller IK steps between
                 ik.step(between(measurements[k - 1], measurements[k], j / steps), float(dts[k]) / steps)
-            q, v = ik.step(measurements[k], float(dts[k]) / steps)
+            q, v = ik.step(measurements[k], float(dts[k]) / steps, checked=bool(checked[k]))
             solve[k] = time.perf_counter() - start
             q_out[k], v_out[k], nu_out[k] = q, v, ik.nu
             solved[k] = ik.info.solved

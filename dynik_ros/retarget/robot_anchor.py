@@ -36,7 +36,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from dynik_ros.core.targets import Measurements
+from dynik_ros.core.targets import Measurements, plainly_valid_rows
 from dynik_ros.retarget.scaling import FootContact
 
 
@@ -98,6 +98,26 @@ class RobotAnchoredFeet:
         """Whether ``times`` are this call's samples (``run`` was given the targets it computed)."""
         times = np.asarray(times, dtype=float)
         return times.shape == self.times.shape and bool(np.array_equal(times, self.times))
+
+    def checked_measurement(
+        self, k: int, m: Measurements, robot, frames, q: np.ndarray, plain: bool, tolerance: float
+    ) -> tuple[Measurements, bool]:
+        """:meth:`measurement` and whether it passes the fast path of ``Measurements.validate`` (rotation
+        tolerance ``tolerance``) given that ``m`` does (``plain``): its feet's rows checked when replaced,
+        the others are ``m``'s (``Retargeter.run`` then steps it ``checked``)."""
+        out = self.measurement(k, m, robot, frames, q)
+        if out is m or not plain:
+            return out, plain
+        rows, ori_rows = self.rows, self.orientation_rows
+        linear, angular = out.linear_velocities, out.angular_velocities
+        plain = plainly_valid_rows(
+            out.positions[rows],
+            out.rotations[ori_rows],
+            None if linear is None else linear[rows],
+            None if angular is None else angular[ori_rows],
+            tolerance,
+        )
+        return out, plain
 
     def measurement(self, k: int, m: Measurements, robot, frames, q: np.ndarray) -> Measurements:
         """Row ``k`` of the take: ``m`` (its measurement from ``compute``, balance added) with the feet's
