@@ -246,3 +246,15 @@ def test_the_command_line_selects_the_solver():
     assert cli.ik_config_of(cli.build_parser().parse_args([excerpt])).qp.solver == "daqp"
     chosen = cli.ik_config_of(cli.build_parser().parse_args([excerpt, "--qp-solver", "osqp"]))
     assert chosen.qp.solver == "osqp"
+
+
+def test_a_problem_of_another_size_is_refused():
+    """DAQP's ``update`` ignores an array of another shape and would answer the previous problem."""
+    from dynik_ros.core.active_set_qp import ActiveSetQP
+
+    qp = ActiveSetQP(3, 2)
+    rows = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    x = qp.solve(np.eye(3), -np.ones(3), rows, np.full(2, -0.5), np.full(2, 0.5))
+    np.testing.assert_allclose(x, [0.5, 0.5, 1.0], atol=1e-9)
+    with pytest.raises(ValueError, match="2 x 3"):
+        qp.solve(np.eye(3), -np.ones(3), rows[:1], np.full(1, -0.5), np.full(1, 0.5))

@@ -10,9 +10,8 @@ OSQP's ADMM iterate stops within ``eps_rel`` of the rows' scale (1e-4 outside th
 ``P``, ``q``, ``C`` and bounds into it and starts from an empty active set. A hot start from the previous
 solve's active set (``hot_start``) cuts DAQP's iterations 3x (4.3 -> 1.4 on CMU 131_02, G1) but not its
 time (median 68-90 us cold, 100 us hot: the working set is factorised again, row by row, at the start).
-A bound at or beyond DAQP's infinity (``DAQP_INF`` = 1e30
-of its ``constants.h``) bounds nothing; rows without a bound on either side stay in ``C`` and are never
-added to the working set. ROS-free.
+A bound at or beyond DAQP's infinity (``DAQP_INF`` = 1e30 of its ``constants.h``) bounds nothing; rows
+without a bound on either side stay in ``C`` and are never added to the working set. ROS-free.
 """
 
 from __future__ import annotations
@@ -47,8 +46,11 @@ class ActiveSetQP:
         lower: np.ndarray,
         upper: np.ndarray,
     ) -> np.ndarray | None:
-        """``argmin 1/2 x^T P x + q^T x`` s.t. ``lower <= rows x <= upper`` (shapes as set up: DAQP's
-        ``update`` ignores arrays of another shape), or ``None`` where DAQP does not report it optimal."""
+        """``argmin 1/2 x^T P x + q^T x`` s.t. ``lower <= rows x <= upper``, or ``None`` where DAQP does not
+        report it optimal. Shapes other than those set up are refused: DAQP's ``update`` would ignore such an
+        array silently and answer the previous problem."""
+        if rows.shape != (self.m, self.n) or hessian.shape != (self.n, self.n):
+            raise ValueError(f"ActiveSetQP set up for {self.m} x {self.n} rows, given {rows.shape}")
         lower = np.maximum(lower, -INFINITY)
         upper = np.minimum(upper, INFINITY)
         self._cold[:] = 0
