@@ -93,15 +93,27 @@ def _osqp_tight(p, q, c, lower, upper):
     return result.x
 
 
+def _excerpt_on_g1(solver: str):
+    """The committed CMU excerpt on G1 with ``QPSettings(solver=solver)``: the retargeter, its IK and the
+    take's step inputs ``(times, measurements, contacts)``."""
+    from dynik_ros.core.dynamical_ik import DynamicalIKConfig
+    from dynik_ros.io.motion_files import read_motion_file
+    from dynik_ros.retarget.retargeter import ROBOT_INTEGRATION, Retargeter
+
+    rt = Retargeter.from_config("g1")
+    rt.reset()
+    motion = read_motion_file(Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh")
+    times, measurements, contacts, _ = rt.step_measurements(motion)
+    ik = rt.make_ik(DynamicalIKConfig(integration=ROBOT_INTEGRATION, qp=QPSettings(solver=solver)))
+    return rt, ik, (times, measurements, contacts)
+
+
 def test_daqp_and_osqp_agree_on_the_ik_steps_of_a_real_capture(monkeypatch):
     """The main QP's and priority 1's problems (``mu`` = 1e-8: DAQP's conditioning) of the committed CMU
     excerpt on G1, each recorded as DAQP solved it: the rows met to 1e-6, the cost of a tight OSQP's
     solution (1e-9, polished) to 1e-8 relative (measured: DAQP never above it by more than 4e-10, OSQP above
     DAQP's by up to 1.3e-8); the main QP's solution (strictly convex, damping 1e-4: measured 6e-6 from
     OSQP's) to 1e-5 and its KKT conditions. Priority 1's ``nu_1`` is not unique (``mu`` = 1e-8): its cost."""
-    from dynik_ros.core.dynamical_ik import DynamicalIKConfig
-    from dynik_ros.io.motion_files import read_motion_file
-    from dynik_ros.retarget.retargeter import ROBOT_INTEGRATION, Retargeter
 
     recorded = []
     original = VelocityQP._active_set
@@ -114,11 +126,7 @@ def test_daqp_and_osqp_agree_on_the_ik_steps_of_a_real_capture(monkeypatch):
         return solution
 
     monkeypatch.setattr(VelocityQP, "_active_set", record)
-    rt = Retargeter.from_config("g1")
-    rt.reset()
-    motion = read_motion_file(Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh")
-    times, measurements, contacts, _ = rt.step_measurements(motion)
-    ik = rt.make_ik(DynamicalIKConfig(integration=ROBOT_INTEGRATION, qp=QPSettings(solver="daqp")))
+    rt, ik, (times, measurements, contacts) = _excerpt_on_g1("daqp")
     rt.run(times[:60], measurements[:60], ik=ik, settle=0.0, contacts=contacts[:60])
     dampings = {damping for damping, _, _ in recorded}
     assert dampings == {1e-4, 1e-8}, dampings  # the main QP and priority 1 both went through DAQP
@@ -198,10 +206,7 @@ def test_a_whole_retarget_with_each_solver_meets_the_feet_targets_and_the_limits
     inside its position and velocity limits, measured by forward kinematics of the written trajectory; and
     the steps' QPs went to the solver asked for (DAQP never with ``"osqp"``; OSQP at most as DAQP's
     fallback with ``"daqp"``)."""
-    from dynik_ros.core.dynamical_ik import DynamicalIKConfig
-    from dynik_ros.io.motion_files import read_motion_file
     from dynik_ros.retarget.foot_figures import foot_figures
-    from dynik_ros.retarget.retargeter import ROBOT_INTEGRATION, Retargeter
 
     statuses = Counter()
     original = VelocityQP._solve_cost
@@ -212,11 +217,7 @@ def test_a_whole_retarget_with_each_solver_meets_the_feet_targets_and_the_limits
         return solution
 
     monkeypatch.setattr(VelocityQP, "_solve_cost", count)
-    rt = Retargeter.from_config("g1")
-    rt.reset()
-    motion = read_motion_file(Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh")
-    times, measurements, contacts, _ = rt.step_measurements(motion)
-    ik = rt.make_ik(DynamicalIKConfig(integration=ROBOT_INTEGRATION, qp=QPSettings(solver=solver)))
+    rt, ik, (times, measurements, contacts) = _excerpt_on_g1(solver)
     result = rt.run(times, measurements, ik=ik, settle=1.0, contacts=contacts)
     exact = statuses["solved (DAQP)"] + statuses["solved (no active constraint)"]
     if solver == "daqp":
