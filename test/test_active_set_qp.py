@@ -153,8 +153,8 @@ def test_daqp_and_osqp_agree_on_the_ik_steps_of_a_real_capture(monkeypatch):
 def test_daqp_without_an_optimum_gives_what_osqp_gives():
     """Infeasible dynamic rows (a column above 1 and below -1): DAQP reports it (exitflag -1) and the step
     gets OSQP's result, the same to the bit as with ``solver="osqp"``; after a feasible solve too (DAQP's
-    model then still holds the previous problem: its answer must not be taken), and with crossed bounds,
-    which DAQP refuses at its update."""
+    model then still holds the previous problem: its answer must not be taken). Crossed bounds, which DAQP
+    refuses at its update, are no solution."""
     jac, target, weights, static, (lower, upper), _ = _random_problem(0)
     a = np.zeros((2, 8))
     a[:, 2] = 1.0
@@ -177,7 +177,14 @@ def test_daqp_without_an_optimum_gives_what_osqp_gives():
     assert not after.solved and after.status == "primal infeasible"
     assert qp.solve(jac, target, weights, lower, upper, dynamic=free).status == "solved (DAQP)"
     crossed = (a, np.array([1.0, -UNBOUNDED]), np.array([0.5, UNBOUNDED]))  # 1 <= x_2 <= 0.5
-    assert qp.solve(jac, target, weights, lower, upper, dynamic=crossed).status != "solved (DAQP)"
+    refused = qp.solve(jac, target, weights, lower, upper, dynamic=crossed)
+    assert not refused.solved and refused.status == "infeasible (a row's bounds cross)", refused
+    # VelocityQP refuses crossed bounds before any solver; ActiveSetQP on its own refuses them too (DAQP
+    # rejects them at its update and would answer the previous problem)
+    rows = np.vstack((static, a))
+    hessian = jac.T @ jac + np.eye(8)
+    bounds = np.concatenate((lower, crossed[1])), np.concatenate((upper, crossed[2]))
+    assert qp._dense.solve(hessian, -jac.T @ target, rows, *bounds) is None
     assert qp._dense.exitflag < 0
 
 

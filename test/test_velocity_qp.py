@@ -98,3 +98,22 @@ def test_resolve_before_any_solve_is_refused():
         assert "before any solve" in str(error)
     else:
         raise AssertionError("resolve without a solve must raise")
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_row_whose_bounds_cross_is_not_solved(solver):
+    """No ``nu`` meets a row with its lower bound above its upper one (or a NaN bound): the QP says so (the
+    step then holds) and the next solve with sound bounds is the plain one. Both solvers reject such data
+    and, before, answered the previous problem: OSQP reported "solved" with the last step's ``nu`` (the
+    velocity bounds of a joint at its limit), DAQP's fallback a zero ``nu``."""
+    qp = VelocityQP(np.ones((3, 3), dtype=bool), np.eye(3), QPSettings(solver=solver))
+    jacobian, target, weights = np.eye(3), np.array([5.0, -5.0, 0.3]), np.ones(3)
+    lower, upper = -np.ones(3), np.ones(3)
+    first = qp.solve(jacobian, target, weights, lower, upper)
+    assert first.solved
+    for bad in (np.array([2.0, -1.0, -1.0]), np.array([np.nan, -1.0, -1.0])):
+        crossed = qp.solve(jacobian, target, weights, bad, upper)
+        assert not crossed.solved, crossed
+        assert np.all(np.isfinite(crossed.nu))
+    again = qp.solve(jacobian, target, weights, lower, upper)
+    assert again.solved and np.allclose(again.nu, first.nu, atol=1e-4), (again.nu, first.nu)

@@ -256,6 +256,10 @@ class VelocityQP:
                 if (rows >= lower - tol).all() and (rows <= upper + tol).all():
                     self._last_exact = x
                     return QPSolution(self._full(x), "solved (no active constraint)", 0, True, tol)
+        if not (lower <= upper).all():
+            # no nu meets a row whose bounds cross (or are NaN); both solvers reject such data and would
+            # answer the previous problem instead (OSQP says "solved" with the last step's nu)
+            return QPSolution(np.zeros(self.n_full), "infeasible (a row's bounds cross)", 0, False)
         if self._dense is not None:
             solution = self._active_set(hessian, gradient, constraint_matrix, lower, upper)
             if solution is not None:
