@@ -8,8 +8,8 @@ ends on an exact vertex of its working set: every row met to its primal toleranc
 OSQP's ADMM iterate stops within ``eps_rel`` of the rows' scale (1e-4 outside them on real captures). One
 ``daqp.Model`` per QP holds its workspace (allocated at the first solve); each solve writes the step's
 ``P``, ``q``, ``C`` and bounds into it and starts from an empty active set. A hot start from the previous
-solve's active set (``hot_start``) cuts DAQP's iterations 3x (4.3 -> 1.4 on CMU 131_02, G1) but not its
-time (median 68-90 us cold, 100 us hot: the working set is factorised again, row by row, at the start).
+solve's active set was measured and not kept: it cut DAQP's iterations 3x (4.3 -> 1.4 on CMU 131_02, G1) but
+not its time (median 68-90 us cold, 100 us hot: the working set is factorised again, row by row).
 A bound at or beyond DAQP's infinity (``DAQP_INF`` = 1e30 of its ``constants.h``) bounds nothing; rows
 without a bound on either side stay in ``C`` and are never added to the working set. ROS-free.
 """
@@ -26,15 +26,13 @@ OPTIMAL = 1  # DAQP's exitflag for an optimal solution (2, soft optimal, needs s
 class ActiveSetQP:
     """One DAQP workspace for QPs of a fixed size (``n`` columns, ``m`` rows of ``C``): :meth:`solve` returns
     the minimiser or ``None`` (infeasible, iteration limit, a ``P`` that is not positive semi-definite,
-    non-finite data or result); after a failure the next solve starts from an empty active set."""
+    non-finite data or result); every solve starts from an empty active set."""
 
-    def __init__(self, n: int, m: int, hot_start: bool = False):
+    def __init__(self, n: int, m: int):
         self.n, self.m = n, m
-        self.hot_start = hot_start
         self._model = daqp.Model()
         self._set_up = False
         self._cold = np.zeros(m, dtype=np.intc)  # DAQP keeps and writes the sense array it is given
-        self._start_cold = True  # the next solve starts from an empty active set
         self.iterations = 0
         self.exitflag = 0
 
@@ -55,12 +53,12 @@ class ActiveSetQP:
         upper = np.minimum(upper, INFINITY)
         self._cold[:] = 0
         if self._set_up:
-            sense = None if self.hot_start and not self._start_cold else self._cold
-            flag = self._model.update(H=hessian, f=gradient, A=rows, bupper=upper, blower=lower, sense=sense)
+            flag = self._model.update(
+                H=hessian, f=gradient, A=rows, bupper=upper, blower=lower, sense=self._cold
+            )
         else:
             flag, _ = self._model.setup(hessian, gradient, rows, upper, lower, self._cold)
             self._set_up = flag >= 0
-        self._start_cold = False
         # a rejected update leaves the model on the previous problem: its solve would answer that one
         if flag < 0:
             return self._failed(flag)
@@ -72,11 +70,6 @@ class ActiveSetQP:
         return x
 
     def _failed(self, flag: int) -> None:
-        """No solution; the next solve starts cold (the working set DAQP ended with may be any)."""
+        """No solution: DAQP's verdict kept in :attr:`exitflag`."""
         self.exitflag = int(flag)
-        self.reset()
         return None
-
-    def reset(self) -> None:
-        """Forget the active set: the next solve starts from no active row."""
-        self._start_cold = True

@@ -161,15 +161,13 @@ class VelocityQP:
             native if all(hasattr(native, a) for a in ("update_data_vec", "update_data_mat")) else None
         )
         self._a_values[self._n_static :] = 0.0  # the dynamic rows as set up
-        if self._dense is not None:
-            self._dense.reset()
         self._used = False
 
     def restart(self) -> None:
         """As just constructed (after a restart of the problem, e.g. ``DynamicalIK.reset``): a new OSQP,
         so that the solves that follow are those of a fresh solver, bit for bit (a warm-start reset alone
         keeps OSQP's adapted ``rho``: an IK reset after a 1.5 s take then drifted 3e-4 rad from a new
-        one's path); DAQP starts from an empty active set. Nothing to do before the first solve."""
+        one's path); DAQP starts every solve cold. Nothing to do before the first solve."""
         if self._used:
             self._new_solver()
 
@@ -331,8 +329,6 @@ class VelocityQP:
         return x if info == 0 and np.isfinite(x).all() else None
 
     def reset_warm_start(self) -> None:
-        """Forget the previous solution (after a jump in the state) and DAQP's active set."""
+        """Forget the previous solution (after a jump in the state; DAQP starts every solve cold)."""
         rows = self.constraint_matrix.shape[0] + self.n_dynamic
         self._solver.warm_start(x=np.zeros(self.n), y=np.zeros(rows))
-        if self._dense is not None:
-            self._dense.reset()
