@@ -17,7 +17,6 @@ from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.so3 import orientation_log_residual_world, orientation_residual_world
 from dynik_ros.core.targets import TargetSet
 
-_NEXT, _LAST = np.array([1, 2, 0]), np.array([2, 0, 1])  # (b, c) of each axis a in (a, b, c) cyclic
 # -S(d) row by row as indices into (d, -d, 0): ((0, d_z, -d_y), (-d_z, 0, d_x), (d_y, -d_x, 0))
 _MINUS_SKEW = np.array([6, 2, 4, 5, 6, 0, 1, 3, 6])
 
@@ -114,22 +113,28 @@ class FrameKinematics:
         out = self.jacobian
         if npos:
             p = self._positions_all[:npos]
-            # velocity of point p: v_O + omega x p, for every joint column and every frame at once:
-            # axis a gets (lin_a + w_b p_c) - w_c p_b with (a, b, c) cyclic (frame, axis, column)
-            velocity = lin + ang[_NEXT] * p[:, _LAST, None] - ang[_LAST] * p[:, _NEXT, None]
+            # velocity of point p: v_O + omega x p = v_O - S(p) omega, for every joint column and every frame
+            # at once: the frames' -S(p) stacked (3 npos x 3) times the angular rows, one product
+            velocity = (_minus_skews(p, self._zero_column) @ ang).reshape(npos, 3, -1)
+            velocity += lin
             velocity *= self._support_pos[:, None, :]
             out[: 3 * npos, nb:] = velocity.reshape(3 * npos, -1)
             if nb:
-                # d/d omega_B of (p_B_dot + omega_B x (p - p_B)) = -S(p - p_B): the entries of d, -d and 0
-                d = p - base_position
-                entries = np.concatenate((d, -d, self._zero_column), axis=1)
-                out[: 3 * npos, 3:6] = entries[:, _MINUS_SKEW].reshape(3 * npos, 3)
+                # d/d omega_B of (p_B_dot + omega_B x (p - p_B)) = -S(p - p_B)
+                out[: 3 * npos, 3:6] = _minus_skews(p - base_position, self._zero_column)
         # angular rows: the world angular velocity of every supporting joint column, copied in place
         if jw.flags.f_contiguous:
             self._jacobian_flat[self._ori_dst_flat] = jw.reshape(-1, order="F")[self._ori_src_flat]
         else:
             out[self._ori_rows, self._ori_src[1]] = jw[self._ori_src]
         return out
+
+
+def _minus_skews(d: np.ndarray, zero_column: np.ndarray) -> np.ndarray:
+    """``-S(d_i)`` of every row of ``d`` (n x 3), stacked (3n x 3): gathered from the entries of ``d``, ``-d``
+    and 0 (``zero_column``: n x 1 zeros)."""
+    entries = np.concatenate((d, -d, zero_column), axis=1)
+    return entries[:, _MINUS_SKEW].reshape(-1, 3)
 
 
 def pose_residual(
