@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
+from dynik_ros.core.frame_placements import placement_table, pose_indices
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.so3 import orientation_log_residual_world, orientation_residual_world
 from dynik_ros.core.targets import TargetSet
@@ -45,6 +46,10 @@ class FrameKinematics:
                 start = self.model.joints[j].idx_v - nb
                 support[row, start : start + self.model.joints[j].nv] = True
         self.support = support  # per frame (position frames, then orientation frames)
+        # every frame placement as one numpy view (None: read frame by frame), and the gathers of ours
+        self._table = placement_table(self.model, self.data)
+        self._pose_gather = pose_indices(self._all_ids)  # per frame: rotation row-major, translation
+        self._position_gather = tuple(g[: self._n_pos, 9:] for g in self._pose_gather)
         self._support_pos = support[: self._n_pos]
         # Gather indices of the angular rows' structural non-zeros: row, column of J, axis in data.J.
         frame, column = np.nonzero(support[self._n_pos :])
@@ -61,6 +66,17 @@ class FrameKinematics:
         if nb:
             self.jacobian[: 3 * self._n_pos, :3] = np.tile(np.eye(3), (self._n_pos, 1))
             self.jacobian[3 * self._n_pos :, 3:6] = np.tile(np.eye(3), (len(self.orientation_ids), 1))
+
+    def __getstate__(self) -> dict:
+        """A copy (``copy.deepcopy``, pickling) gets data of its own and its own views (:meth:`__setstate__`):
+        a copied view would be a snapshot, never written again."""
+        return {**self.__dict__, "_table": None, "data": None, "_jacobian_flat": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.data = self.model.createData()
+        self._table = placement_table(self.model, self.data)
+        self._jacobian_flat = self.jacobian.reshape(-1)  # a view
 
     @classmethod
     def for_targets(cls, robot: RobotModel, targets: TargetSet) -> FrameKinematics:
@@ -88,8 +104,11 @@ class FrameKinematics:
         """Kinematics and Jacobians at ``q`` for :meth:`stacked_jacobian` only (no orientation poses)."""
         pin.computeJointJacobians(self.model, self.data, q)
         pin.updateFramePlacements(self.model, self.data)
-        omf = self.data.oMf
-        self._positions_all = np.array([omf[i].translation for i in self.position_ids]).reshape(-1, 3)
+        if self._table is not None:
+            self._positions_all = self._table[self._position_gather]
+        else:
+            omf = self.data.oMf
+            self._positions_all = np.array([omf[i].translation for i in self.position_ids]).reshape(-1, 3)
 
     def poses(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Forward kinematics ``h(q)`` only (no Jacobian); same outputs as :meth:`update`."""
@@ -98,6 +117,10 @@ class FrameKinematics:
 
     def _frame_poses(self) -> tuple[np.ndarray, np.ndarray]:
         pin.updateFramePlacements(self.model, self.data)
+        if self._table is not None:  # one gather (frame_placements.py)
+            poses = self._table[self._pose_gather]
+            self._positions_all = poses[:, 9:]
+            return poses[: self._n_pos, 9:], poses[self._n_pos :, :9].reshape(-1, 3, 3)
         omf = self.data.oMf
         # concatenated (np.array of a list of arrays costs 1.5x as much)
         poses = np.concatenate([omf[i].homogeneous for i in self._all_ids]).reshape(-1, 4, 4)

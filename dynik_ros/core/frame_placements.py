@@ -1,0 +1,62 @@
+"""Every frame placement ``oMf`` of a pinocchio ``Data`` read as one numpy table, without a call per frame.
+
+Reading a frame's pose through pinocchio's Python bindings (``data.oMf[i].homogeneous``) crosses into C++
+twice and builds two objects: ~1-3 us a frame, i.e. 20-50 us a step for the 17 targets of a humanoid,
+more than pinocchio's whole forward kinematics (2-6 us). ``data.oMf`` is one contiguous array of ``SE3``
+(a column-major 3x3 rotation, then the translation: 12 doubles a frame), and the bindings hand out numpy
+views of its members, so the whole vector can be viewed as an ``(n_frames, 12)`` array once and read with
+one gather a step. The layout is checked against the bindings' own accessors when the table is made (at
+two configurations); where it does not hold, :func:`placement_table` returns ``None`` and callers read the
+frames one by one as before. The view does not keep ``data`` alive: its owner must (``data.oMf`` is never
+reallocated after ``model.createData()``). ROS-free.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+_DOUBLES = 12  # a placement: rotation (column-major) then translation
+ROTATION_ROW_MAJOR = np.array([0, 3, 6, 1, 4, 7, 2, 5, 8])  # column-major storage -> row-major order
+TRANSLATION = np.arange(9, 12)
+
+
+def placement_table(model: pin.Model, data: pin.Data) -> np.ndarray | None:
+    """``(model.nframes, 12)`` view of ``data.oMf`` (per frame: rotation column by column, translation), valid
+    after any ``updateFramePlacements``; ``None`` if pinocchio's memory layout is not the expected one.
+    Leaves ``data`` at the neutral configuration's frame placements."""
+    n = model.nframes
+    first = data.oMf[0].rotation
+    if first.dtype != np.float64 or first.strides != (8, 24) or data.oMf[0].translation.strides != (8,):
+        return None
+    start = first.__array_interface__["data"][0]
+    for i in range(n):  # every frame where the layout puts it
+        if data.oMf[i].rotation.__array_interface__["data"][0] != start + 8 * _DOUBLES * i:
+            return None
+        if data.oMf[i].translation.__array_interface__["data"][0] != start + 8 * (_DOUBLES * i + 9):
+            return None
+    table = np.lib.stride_tricks.as_strided(first, shape=(n, _DOUBLES), strides=(8 * _DOUBLES, 8))
+    table.flags.writeable = False
+    for q in (pin.neutral(model), _random_configuration(model)):
+        pin.framesForwardKinematics(model, data, q)
+        for i in range(n):
+            expected = np.concatenate((data.oMf[i].rotation.reshape(-1, order="F"), data.oMf[i].translation))
+            if not np.array_equal(table[i], expected):
+                return None
+    pin.framesForwardKinematics(model, data, pin.neutral(model))
+    return table
+
+
+def pose_indices(frame_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, columns)`` such that ``table[rows, columns]`` (one gather) is ``(len(frame_ids), 12)``: per
+    frame its rotation in row-major order (entries 0-8), then its translation (9-11)."""
+    rows = np.repeat(np.asarray(frame_ids, dtype=np.intp), _DOUBLES).reshape(-1, _DOUBLES)
+    columns = np.tile(np.concatenate((ROTATION_ROW_MAJOR, TRANSLATION)), (len(frame_ids), 1))
+    return rows, columns
+
+
+def _random_configuration(model: pin.Model) -> np.ndarray:
+    """A random configuration within the limits cut to +-1 (a free flyer's are +-1e308)."""
+    lower = np.clip(np.nan_to_num(model.lowerPositionLimit), -1.0, 1.0)
+    upper = np.clip(np.nan_to_num(model.upperPositionLimit), -1.0, 1.0)
+    return pin.randomConfiguration(model, np.minimum(lower, upper), np.maximum(lower, upper))
