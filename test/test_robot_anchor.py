@@ -374,3 +374,26 @@ def test_an_offline_run_validates_the_take_at_once_and_the_replayed_feet_rows_as
     replay.rotations[k, foot, 0, 0] = np.nan
     with pytest.raises(InvalidMeasurementError, match="rotations"):
         rt.run(motion.times, measurements, settle=0.0, evaluate=False, contacts=flags)
+
+
+def test_the_sole_reader_computing_in_one_data_reads_what_frame_pose_reads():
+    """``robot_sole_reader(..., data)`` (the offline replay reuses one ``pin.Data`` for every read) gives
+    ``RobotModel.frame_pose``'s pose bit for bit, configuration after configuration and foot after foot in
+    the same data (nothing read from a previous configuration)."""
+    from dynik_ros.retarget.robot_anchor import robot_sole_reader
+
+    rt = Retargeter.from_config("g1")
+    robot, frames = rt.robot, [f.frame for f in rt.config.feet]
+    data = robot.model.createData()
+    rng = np.random.default_rng(4)
+    q0 = rt.initial_configuration()
+    for trial in range(6):
+        q = q0.copy()
+        q[7:] += rng.uniform(-0.4, 0.4, size=len(q) - 7)
+        q[:3] += rng.normal(size=3)
+        read = robot_sole_reader(robot, frames, q, data)
+        for f in (trial % 2, 1 - trial % 2):
+            position, rotation = read(f)
+            expected = robot.frame_pose(q, frames[f])
+            np.testing.assert_array_equal(position, expected[0])
+            np.testing.assert_array_equal(rotation, expected[1])

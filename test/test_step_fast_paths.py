@@ -169,6 +169,55 @@ def test_replaced_rows_are_checked_as_the_whole_measurement_would_be():
         assert plainly_valid_rows(positions, scaled, linear, angular) is expected
 
 
+def test_the_few_rows_check_passes_only_rows_the_fast_path_passes():
+    """``plainly_valid_rows`` decides on the rows' Python floats first (``_few_rows_plainly_valid``, the
+    replay's every sample): on random feet's rows, clean, with NaN / inf / huge entries, reflections, the
+    wrong dtype or shape, and rotations scaled to just inside, at and just outside the tolerance, it passes
+    none the fast path (``_plain_values``) refuses, and its verdict through ``plainly_valid_rows`` is the fast
+    path's; it passes the clean rows itself (else the shortcut would save nothing)."""
+    from dynik_ros.core.targets import _few_rows_plainly_valid, _field_shapes, _plain_values
+
+    rng = np.random.default_rng(5)
+    tolerance = 1e-3
+    counts = {"fast": 0, "both refuse": 0, "fast path only": 0}
+    for trial in range(6000):
+        n_p, n_o = int(rng.integers(1, 4)), int(rng.integers(0, 4))
+        values = [
+            rng.normal(size=(n_p, 3)),
+            exp_so3(rng.normal(size=(n_o, 3)) * 2.0).reshape(n_o, 3, 3),
+            rng.normal(size=(n_p, 3)) if rng.random() < 0.8 else None,
+            rng.normal(size=(n_o, 3)) if rng.random() < 0.8 else None,
+        ]
+        kind = trial % 9
+        if kind == 1:  # |R^T R - I| ~ 2 eps at a scale 1 + eps: eps within 1e-9 of tolerance / 2
+            if n_o:
+                values[1][rng.integers(n_o)] *= 1.0 + tolerance / 2.0 * (1.0 + rng.uniform(-1e-9, 1e-9))
+        elif kind == 2 and n_o:  # the scale whose squared norm is 1 + tolerance, to the last bit or so
+            values[1][rng.integers(n_o)] *= math.sqrt(1.0 + tolerance) * (1.0 + rng.integers(-3, 4) * 2e-16)
+        elif kind == 3 and n_o:
+            values[1][rng.integers(n_o)] *= -1.0  # a reflection
+        elif kind == 4:
+            i = int(rng.integers(4))
+            if values[i] is not None and values[i].size:
+                values[i].reshape(-1)[rng.integers(values[i].size)] = rng.choice([np.nan, np.inf, -np.inf])
+        elif kind == 5:
+            values[0] = np.full((n_p, 3), 1e308)  # finite, its sum overflows
+        elif kind == 6:
+            values[0] = values[0].astype(np.float32)
+        elif kind == 7:
+            values[0] = values[0][:, :2]
+        full = (*values, None, None, None, None)
+        with np.errstate(over="ignore", invalid="ignore"):
+            expected = _plain_values(full, _field_shapes(n_p, n_o), n_o, tolerance)
+            fast = _few_rows_plainly_valid(values, tolerance)
+            assert plainly_valid_rows(*values, tolerance) is expected
+        assert expected or not fast, (trial, kind)
+        if kind == 0:
+            assert fast  # clean rows: decided by the shortcut
+        counts["fast" if fast else "both refuse" if not expected else "fast path only"] += 1
+    assert min(counts.values()) > 100, counts
+
+
 def test_quaternion_of_one_matrix_is_the_vectorised_formula():
     """The scalar path (the solver's base per step) equals the vectorised Shepperd formula on random
     rotations, every largest-component case and half turns, and refuses non-finite entries."""

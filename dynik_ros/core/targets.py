@@ -316,7 +316,54 @@ def plainly_valid_rows(
 ) -> bool:
     """The fast path's checks of some rows of a measurement (positions ``(n, 3)``, rotations ``(m, 3, 3)``
     and their velocities): a measurement plainly valid but for these rows, replaced, is plainly valid when
-    they are (``RobotAnchoredFeet``: the held feet's rows)."""
-    n_p, n_o = len(positions), len(rotations)
+    they are (``RobotAnchoredFeet``: the held feet's rows, every sample of a take). Decided first on the
+    few rows' floats (:func:`_few_rows_plainly_valid`), then, unless that passes, by the fast path itself."""
     values = (positions, rotations, linear_velocities, angular_velocities, None, None, None, None)
+    if _few_rows_plainly_valid(values[:4], rotation_tolerance):
+        return True
+    n_p, n_o = len(positions), len(rotations)
     return _plain_values(values, _field_shapes(n_p, n_o), n_o, rotation_tolerance)
+
+
+# how far inside the rotation tolerance and above det R = 1/2 :func:`_few_rows_plainly_valid` must find a
+# rotation: its sums, in another order than numpy's, differ from them by a few units in the last place
+# (~1e-15 at |R| ~ 1), so a rotation it passes is one the fast path passes
+_ROUNDING_MARGIN = 1e-12
+
+
+def _few_rows_plainly_valid(values: Sequence[np.ndarray | None], rotation_tolerance: float) -> bool:
+    """``True`` only when :func:`_plain_values` passes ``values`` (positions ``(n, 3)``, rotations
+    ``(m, 3, 3)``, their velocities or ``None``): float64 arrays of these shapes, finite, every rotation
+    with ``|R^T R - I| <= rotation_tolerance`` and ``det R > 1/2`` with :data:`_ROUNDING_MARGIN` to spare,
+    checked on Python floats (a few rows: numpy's per-call cost is most of the fast path's there).
+    ``False`` decides nothing (the caller then runs the fast path)."""
+    positions, rotations, linear, angular = values
+    n_p, n_o = len(positions), len(rotations)
+    total = 0.0
+    for value, shape in zip(values, ((n_p, 3), (n_o, 3, 3), (n_p, 3), (n_o, 3)), strict=True):
+        if value is None:
+            continue
+        if type(value) is not np.ndarray or value.shape != shape or value.dtype.char != "d":
+            return False
+        total += sum(value.ravel().tolist())
+    if not math.isfinite(total):  # NaN and infinities propagate (an overflow: the fast path decides)
+        return False
+    limit = rotation_tolerance - _ROUNDING_MARGIN
+    for a, b, c, d, e, f, g, h, i in rotations.reshape(-1, 9).tolist():
+        # R^T R: the columns' squared norms and their dot products; det R by Leibniz (row-major a..i)
+        gram = (
+            a * a + d * d + g * g - 1.0,
+            b * b + e * e + h * h - 1.0,
+            c * c + f * f + i * i - 1.0,
+            a * b + d * e + g * h,
+            a * c + d * f + g * i,
+            b * c + e * f + h * i,
+        )
+        if not max(abs(x) for x in gram) <= limit:
+            return False
+        if (
+            not (a * e * i + b * f * g + c * d * h) - (c * e * g + b * d * i + a * f * h)
+            > 0.5 + _ROUNDING_MARGIN
+        ):
+            return False
+    return True

@@ -35,14 +35,25 @@ from copy import deepcopy
 from dataclasses import replace
 
 import numpy as np
+import pinocchio as pin
 
 from dynik_ros.core.targets import Measurements, plainly_valid_rows
 from dynik_ros.retarget.scaling import FootContact
 
 
-def robot_sole_reader(robot, frames, q: np.ndarray):
-    """``f -> (position, rotation)`` of the robot's foot frame ``frames[f]`` at configuration ``q``."""
-    return lambda f: robot.frame_pose(q, frames[f])
+def robot_sole_reader(robot, frames, q: np.ndarray, data: pin.Data | None = None):
+    """``f -> (position, rotation)`` of the robot's foot frame ``frames[f]`` at configuration ``q``
+    (``robot.frame_pose``); ``data``: a ``pin.Data`` of ``robot.model`` the reader computes in, instead of
+    a new one per read (``createData`` costs most of a read; the kinematics are computed anew each read)."""
+    if data is None:
+        return lambda f: robot.frame_pose(q, frames[f])
+
+    def read(f: int) -> tuple[np.ndarray, np.ndarray]:
+        pin.framesForwardKinematics(robot.model, data, q)
+        pose = data.oMf[robot.frame_id(frames[f])]
+        return pose.translation.copy(), pose.rotation.copy()
+
+    return read
 
 
 class RobotAnchoredFeet:
@@ -73,14 +84,16 @@ class RobotAnchoredFeet:
         self.times = np.array(times, dtype=float)
         self.human = contact.prepare(self.times, p, v, hips, samples)
         self.rows = list(contact.rows)
+        self._rows = np.asarray(self.rows, dtype=np.intp)  # (an index array: a list is converted per use)
         self.positions = positions[:, self.rows].copy()  # (N, n_feet, 3) before any hold
         self.velocities = velocities[:, self.rows].copy()
         self.rotations = rotations.copy()  # (N, n_feet, 3, 3) the human feet, before levelling
         self.omegas = omegas.copy()
-        self.orientation_rows = np.asarray(orientation_rows, dtype=int)
-        self.orientation_feet = np.asarray(orientation_feet, dtype=int)
+        self.orientation_rows = np.asarray(orientation_rows, dtype=np.intp)
+        self.orientation_feet = np.asarray(orientation_feet, dtype=np.intp)
         n, n_feet = len(self.times), len(self.rows)
         self._q_at_sample: np.ndarray | None = None  # the configuration the rule reads (module docstring)
+        self._data: tuple | None = None  # (robot, pin.Data) the robot's soles are read in (robot_sole_reader)
         self.flags = np.full((n, n_feet), -1, dtype=int)
         self.flat = np.zeros((n, n_feet), dtype=bool)
         self.on_toe = np.zeros((n, n_feet), dtype=bool)
@@ -105,52 +118,63 @@ class RobotAnchoredFeet:
         """:meth:`measurement` and whether it passes the fast path of ``Measurements.validate`` (rotation
         tolerance ``tolerance``) given that ``m`` does (``plain``): its feet's rows checked when replaced,
         the others are ``m``'s (``Retargeter.run`` then steps it ``checked``)."""
-        out = self.measurement(k, m, robot, frames, q)
-        if out is m or not plain:
+        out, rows = self._replayed(k, m, robot, frames, q)
+        if rows is None or not plain:
             return out, plain
-        rows, ori_rows = self.rows, self.orientation_rows
-        linear, angular = out.linear_velocities, out.angular_velocities
-        plain = plainly_valid_rows(
-            out.positions[rows],
-            out.rotations[ori_rows],
-            None if linear is None else linear[rows],
-            None if angular is None else angular[ori_rows],
-            tolerance,
-        )
-        return out, plain
+        return out, plainly_valid_rows(*rows, tolerance)
 
     def measurement(self, k: int, m: Measurements, robot, frames, q: np.ndarray) -> Measurements:
         """Row ``k`` of the take: ``m`` (its measurement from ``compute``, balance added) with the feet's
         rows from the contact rules run with the robot's soles; ``q``: the IK's configuration now (before
         row ``k``'s step), read when row ``k - 1`` is a measured sample, else the one read then (module
         docstring). A new object when the rows differ."""
+        return self._replayed(k, m, robot, frames, q)[0]
+
+    def _replayed(
+        self, k: int, m: Measurements, robot, frames, q: np.ndarray
+    ) -> tuple[Measurements, tuple[np.ndarray, ...] | None]:
+        """:meth:`measurement` and, when it is a new object, the rows it replaced (positions, rotations,
+        linear and angular velocities or ``None``, for :func:`plainly_valid_rows`)."""
         if self._q_at_sample is None or self.human.measured[k - 1]:
             self._q_at_sample = np.array(q, dtype=float)
         position, velocity = self.positions[k].copy(), self.velocities[k].copy()
         rotation, omega = self.rotations[k].copy(), self.omegas[k].copy()
-        robot_sole = robot_sole_reader(robot, frames, self._q_at_sample)
+        if self._data is None or self._data[0] is not robot:
+            self._data = robot, robot.model.createData()
+        robot_sole = robot_sole_reader(robot, frames, self._q_at_sample, self._data[1])
         decided = self.decided[k].tolist() if self.decided is not None else [None] * len(self.rows)
         for f in range(len(self.rows)):
             self.contact.advance(
                 f, k, self.human, position[f], velocity[f], rotation, omega,
                 self.flags[k], self.flat[k], self.on_toe[k], robot_sole, decided[f],
             )  # fmt: skip
-        ori_rows, ori_feet = self.orientation_rows, self.orientation_feet
-        if np.array_equal(m.positions[self.rows], position) and np.array_equal(
-            m.rotations[ori_rows], rotation[ori_feet]
-        ):
-            return m  # nothing moved (no contact re-anchored so far, or out of its reach)
+        rows, ori_rows = self._rows, self.orientation_rows
+        feet_rotations = rotation[self.orientation_feet]
+        if _same(m.positions[rows], position) and _same(m.rotations[ori_rows], feet_rotations):
+            return m, None  # nothing moved (no contact re-anchored so far, or out of its reach)
         positions = np.array(m.positions, dtype=float)
-        positions[self.rows] = position
+        positions[rows] = position
         rotations = np.array(m.rotations, dtype=float)
-        rotations[ori_rows] = rotation[ori_feet]
+        rotations[ori_rows] = feet_rotations
         linear, angular = m.linear_velocities, m.angular_velocities
         if linear is not None:
             linear = np.array(linear, dtype=float)
-            linear[self.rows] = velocity
+            linear[rows] = velocity
         if angular is not None:
             angular = np.array(angular, dtype=float)
-            angular[ori_rows] = omega[ori_feet]
-        return replace(
+            angular[ori_rows] = omega[self.orientation_feet]
+        out = replace(
             m, positions=positions, rotations=rotations, linear_velocities=linear, angular_velocities=angular
         )
+        replaced = (
+            positions[rows],
+            rotations[ori_rows],
+            None if linear is None else linear[rows],
+            None if angular is None else angular[ori_rows],
+        )
+        return out, replaced
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """``np.array_equal(a, b)`` (same shape, equal elements; NaN equals nothing) without its wrapping."""
+    return a.shape == b.shape and bool((a == b).all())
