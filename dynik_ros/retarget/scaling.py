@@ -117,9 +117,14 @@ def blend_in(x: float, shape: str) -> tuple[float, float]:
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a x b`` of two 3-vectors in float arithmetic, the same operations as ``np.cross`` (which costs
     about ten times more on a single pair: it is called for every held foot at every sample)."""
+    return np.array(_cross_values(a, b))
+
+
+def _cross_values(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """:func:`_cross` as three floats."""
     a0, a1, a2 = a.tolist()
     b0, b1, b2 = b.tolist()
-    return np.array((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0))
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
 def _wrap(angle: float) -> float:
@@ -471,10 +476,8 @@ class FootContact:
         sample, as :meth:`_decide` found it on an earlier pass over the same samples from the same state
         (``flags >= 0`` of :meth:`apply`; :mod:`.robot_anchor`'s replay), which then is not run again."""
         spec = self.spec
-        tau = max(spec.release_time, 1e-9)
         blend = max(spec.blend_time, 1e-9)
         toes = spec.toe == "pitch" and spec.flatten
-        toe_full = math.radians(spec.toe_angle)
         sole = self.soles[f]
         t = human.times[k]
         now = self._decide(f, k, human, rotations) if decided is None else decided
@@ -493,7 +496,7 @@ class FootContact:
             self.landing_yaw[f] = math.atan2(heading[1], heading[0])
             delta = self.release_delta[f]
             if delta is not None:  # landing again while the last release still fades
-                target += delta * math.exp(-(t - self.release_at[f]) / tau)
+                target += delta * math.exp(-(t - self.release_at[f]) / max(spec.release_time, 1e-9))
             self.point[f] = -1  # anchored below, at the lowest point of this sample
             self.anchored[f] = False
             self.release_delta[f] = None
@@ -514,27 +517,37 @@ class FootContact:
         on_toes = 0.0  # s(theta), module docstring: also after lift-off while the level weight fades
         if toes:
             heel_up = math.asin(max(-1.0, min(1.0, -float(rotations[f][2, 0]))))
-            on_toes, slope = toe_pitch(heel_up, toe_full)
+            on_toes, slope = toe_pitch(heel_up, math.radians(spec.toe_angle))
             on_toe[f] = self.in_contact[f] and on_toes > 0.0
         alpha = self._level_weight(f, t)
         if alpha > 0.0:  # towards the level sole (module docstring)
             r_h = rotations[f]
             c, sn = math.cos(self.landing_yaw[f]), math.sin(self.landing_yaw[f])
             level = np.array(((c, -sn, 0.0), (sn, c, 0.0), (0.0, 0.0, 1.0)))
-            level_rate = np.zeros(3)
+            level_rate = (0.0, 0.0, 0.0)
             if on_toes > 0.0:  # on the toes: level across, pitched about the toe line
                 across = level[:, 1]  # the toe line's direction (the foot's y at the landing heading)
                 level = pin.exp3(on_toes * across) @ level
-                level_rate = slope * float(omegas[f] @ across) * across
+                level_rate = (slope * float(omegas[f] @ across) * across).tolist()
             turn = pin.log3(r_h.T @ level)  # the whole way to level, in the human foot's frame
-            rotations[f] = r_h @ pin.exp3(alpha * turn)
+            rotations[f] = r_h @ pin.exp3(alpha * turn)  # (r_h, a view of it, is the new rotation now)
             # feed-forward: the human's rotation fading out plus the blend's own rate d(alpha)/dt
             rate_alpha = 0.0
             if 0.0 < alpha < 1.0 and self.in_contact[f]:
                 rate_alpha = blend_in(self._blend_share(f, t), spec.blend_shape)[1] / blend
             elif 0.0 < alpha < 1.0:
                 rate_alpha = -self.level_at_release[f] / blend
-            omegas[f] = (1.0 - alpha) * omegas[f] + rate_alpha * (r_h @ turn) + alpha * level_rate
+            # (1 - alpha) w + rate_alpha (R turn) + alpha level_rate, per component in floats: numpy's
+            # operations on 3-vectors, one by one, without their per-call cost
+            w0, w1, w2 = omegas[f].tolist()
+            a0, a1, a2 = (r_h @ turn).tolist()
+            r0, r1, r2 = level_rate
+            keep = 1.0 - alpha
+            omegas[f] = (
+                keep * w0 + rate_alpha * a0 + alpha * r0,
+                keep * w1 + rate_alpha * a1 + alpha * r1,
+                keep * w2 + rate_alpha * a2 + alpha * r2,
+            )
         points = sole @ rotations[f].T  # sole points in world orientation (m, 3)
         j = int(points[:, 2].argmin())
         if self.in_contact[f] and not spec.hold:  # contact without holding: only kept above the floor
@@ -566,8 +579,18 @@ class FootContact:
                 self.anchor[f] = moved
             lever = points[j]
             beta = self._blend_share(f, t)  # the shift into reach moves in over blend_time
-            target[:] = self.anchor[f] - lever - (1.0 - beta) * self.reach[f]
-            rate[:] = -_cross(omegas[f], lever) + (self.reach[f] / blend if beta < 1.0 else 0.0)
+            # anchor - lever - (1 - beta) reach and -(w x lever) + reach / blend_time (0 once blended in),
+            # per component in floats (numpy's operations on 3-vectors one by one, without their call cost)
+            a0, a1, a2 = self.anchor[f].tolist()
+            p0, p1, p2 = lever.tolist()
+            r0, r1, r2 = self.reach[f].tolist()
+            rest = 1.0 - beta
+            target[:] = (a0 - p0 - rest * r0, a1 - p1 - rest * r1, a2 - p2 - rest * r2)
+            c0, c1, c2 = _cross_values(omegas[f], lever)
+            if beta < 1.0:
+                rate[:] = (-c0 + r0 / blend, -c1 + r1 / blend, -c2 + r2 / blend)
+            else:
+                rate[:] = (-c0 + 0.0, -c1 + 0.0, -c2 + 0.0)
             self._turn_leg(f, k, beta * self.reach_turn[f])
             self.last[f] = target.copy()
             flags[f] = j
@@ -575,6 +598,7 @@ class FootContact:
             return
         delta = self.release_delta[f]
         if delta is not None:
+            tau = max(spec.release_time, 1e-9)
             fade = math.exp(-(t - self.release_at[f]) / tau)
             self._turn_leg(f, k, fade * self.turn_at_release[f])
             target += fade * delta
