@@ -127,6 +127,51 @@ def _cross_values(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
+def _blended_rate(
+    omega: Sequence[float],
+    along: Sequence[float],
+    level_rate: Sequence[float],
+    alpha: float,
+    rate_alpha: float,
+) -> tuple[float, float, float]:
+    """A blending foot's angular-velocity target ``(1 - alpha) omega + rate_alpha along + alpha level_rate``
+    (:meth:`FootContact.advance`), per component in floats: numpy's operations on the 3-vectors in the same
+    order, without their per-call cost (``test_feet_fast_paths``)."""
+    keep = 1.0 - alpha
+    return (
+        keep * omega[0] + rate_alpha * along[0] + alpha * level_rate[0],
+        keep * omega[1] + rate_alpha * along[1] + alpha * level_rate[1],
+        keep * omega[2] + rate_alpha * along[2] + alpha * level_rate[2],
+    )
+
+
+def _held(
+    anchor: np.ndarray, lever: np.ndarray, reach: np.ndarray, omega: np.ndarray, beta: float, blend: float
+) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """A held foot's position target ``anchor - lever - (1 - beta) reach`` and its rate ``-(omega x lever)
+    + reach / blend`` (``+ 0`` once blended in, ``beta >= 1``) (:meth:`FootContact.advance`), per component in
+    floats: numpy's operations on the 3-vectors in the same order (``test_feet_fast_paths``)."""
+    a0, a1, a2 = anchor.tolist()
+    p0, p1, p2 = lever.tolist()
+    r0, r1, r2 = reach.tolist()
+    rest = 1.0 - beta
+    target = (a0 - p0 - rest * r0, a1 - p1 - rest * r1, a2 - p2 - rest * r2)
+    c0, c1, c2 = _cross_values(omega, lever)
+    if beta < 1.0:
+        return target, (-c0 + r0 / blend, -c1 + r1 / blend, -c2 + r2 / blend)
+    return target, (-c0 + 0.0, -c1 + 0.0, -c2 + 0.0)
+
+
+def _nearest(points: Sequence[Sequence[float]], others: Sequence[Sequence[float]]) -> float:
+    """``min_i |points[i] - others[i]|`` of 2-D points (the human foot links from their footprint), in
+    floats: ``np.linalg.norm(points - others, axis=1).min()``'s operations (``sqrt(dx dx + dy dy)``) without
+    its per-call cost (finite points: the human links are checked finite, ``Retargeter.compute``)."""
+    return min(
+        math.sqrt((x - x0) * (x - x0) + (y - y0) * (y - y0))
+        for (x, y), (x0, y0) in zip(points, others, strict=True)
+    )
+
+
 def _wrap(angle: float) -> float:
     """``angle`` (rad) in ``[-pi, pi)``."""
     return (angle + math.pi) % (2.0 * math.pi) - math.pi
@@ -200,7 +245,8 @@ class HumanFeet:
     speeds: list[list[float]]  # horizontal speed per foot
     heels: list[list[float]]  # heel (foot link) above standing
     toes: list[list[float]]  # toe (toe link) above standing
-    positions: np.ndarray  # (N, L, 3) the human links (footprints)
+    # per foot, per sample, the horizontal (x, y) of its links (foot, toe): its footprint
+    links_xy: list[list[list[list[float]]]]
     measured: list[bool]  # a measured sample, not an IK step interpolated between two (heel_off_noise)
     hips: np.ndarray | None = None  # (N, n_feet, 3) the robot hip targets (contact.reach; None: no rule)
 
@@ -263,7 +309,8 @@ class FootContact:
         self.level = [0.0] * n  # alpha: 0 = the human's orientation, 1 = level (see the module docstring)
         self.level_at_release = [0.0] * n
         self.quiet_until = [-math.inf] * n  # after a drift release: no new contact before this time
-        self.footprint = [np.zeros((len(g), 2)) for g in self.sensor_links]  # human foot links at touch-down
+        # the human foot links' (x, y) at touch-down, [[x, y], ...] (read in floats, HumanFeet.links_xy)
+        self.footprint = [[[0.0, 0.0] for _ in g] for g in self.sensor_links]
         self.footprint_yaw = [0.0] * n  # the human foot's heading there (rad)
         self.heel_low = [0.0] * n  # lowest human heel height in this contact (heel_off)
         self.toe_low = [0.0] * n  # and toe height
@@ -345,7 +392,7 @@ class FootContact:
             speeds=speeds.tolist(),
             heels=above[:, first].tolist(),
             toes=above[:, last].tolist(),
-            positions=p,
+            links_xy=[p[:, links, :2].tolist() for links in self.sensor_links],
             measured=measured.tolist(),
             hips=hips,
         )
@@ -409,7 +456,6 @@ class FootContact:
         spec = self.spec
         heel_off = spec.heel_off if spec.toe == "flat" else 0.0
         pivot_off = math.radians(spec.pivot_off)
-        p = human.positions
         t, h, s = human.times[k], human.heights[k][f], human.speeds[k][f]
         now = next_contact(self.in_contact[f], h, s, spec) and t >= self.quiet_until[f]
         heel, toe = human.heels[k][f], human.toes[k][f]
@@ -433,21 +479,20 @@ class FootContact:
             # the human foot left its footprint (where it was once the touch-down blend was over):
             # every point of it slid drift_off, or it turned pivot_off about the vertical; no
             # standing robot foot can follow either (module docstring)
-            here = p[k, self.sensor_links[f], :2]
+            here = human.links_xy[f][k]
             heading = rotations[f][:, 0]
             yaw = math.atan2(heading[1], heading[0])
             if t - self.contact_at[f] <= spec.blend_time:
-                self.footprint[f] = here.copy()
+                self.footprint[f] = [list(xy) for xy in here]
                 self.footprint_yaw[f] = yaw
-            elif (
-                spec.drift_off > 0.0
-                and float(np.linalg.norm(here - self.footprint[f], axis=1).min()) > spec.drift_off
-            ) or (spec.pivot_off > 0.0 and abs(_wrap(yaw - self.footprint_yaw[f])) > pivot_off):
+            elif (spec.drift_off > 0.0 and _nearest(here, self.footprint[f]) > spec.drift_off) or (
+                spec.pivot_off > 0.0 and abs(_wrap(yaw - self.footprint_yaw[f])) > pivot_off
+            ):
                 now = False
                 self.quiet_until[f] = t + spec.release_time
         if now and not self.in_contact[f]:  # touch-down: the footprint and the heel, toe lows start here
             self.heel_low[f], self.toe_low[f] = heel, toe
-            self.footprint[f] = p[k, self.sensor_links[f], :2].copy()
+            self.footprint[f] = [list(xy) for xy in human.links_xy[f][k]]
             heading = rotations[f][:, 0]
             self.footprint_yaw[f] = math.atan2(heading[1], heading[0])
         return now
@@ -537,16 +582,8 @@ class FootContact:
                 rate_alpha = blend_in(self._blend_share(f, t), spec.blend_shape)[1] / blend
             elif 0.0 < alpha < 1.0:
                 rate_alpha = -self.level_at_release[f] / blend
-            # (1 - alpha) w + rate_alpha (R turn) + alpha level_rate, per component in floats: numpy's
-            # operations on 3-vectors, one by one, without their per-call cost
-            w0, w1, w2 = omegas[f].tolist()
-            a0, a1, a2 = (r_h @ turn).tolist()
-            r0, r1, r2 = level_rate
-            keep = 1.0 - alpha
-            omegas[f] = (
-                keep * w0 + rate_alpha * a0 + alpha * r0,
-                keep * w1 + rate_alpha * a1 + alpha * r1,
-                keep * w2 + rate_alpha * a2 + alpha * r2,
+            omegas[f] = _blended_rate(
+                omegas[f].tolist(), (r_h @ turn).tolist(), level_rate, alpha, rate_alpha
             )
         points = sole @ rotations[f].T  # sole points in world orientation (m, 3)
         j = int(points[:, 2].argmin())
@@ -579,18 +616,7 @@ class FootContact:
                 self.anchor[f] = moved
             lever = points[j]
             beta = self._blend_share(f, t)  # the shift into reach moves in over blend_time
-            # anchor - lever - (1 - beta) reach and -(w x lever) + reach / blend_time (0 once blended in),
-            # per component in floats (numpy's operations on 3-vectors one by one, without their call cost)
-            a0, a1, a2 = self.anchor[f].tolist()
-            p0, p1, p2 = lever.tolist()
-            r0, r1, r2 = self.reach[f].tolist()
-            rest = 1.0 - beta
-            target[:] = (a0 - p0 - rest * r0, a1 - p1 - rest * r1, a2 - p2 - rest * r2)
-            c0, c1, c2 = _cross_values(omegas[f], lever)
-            if beta < 1.0:
-                rate[:] = (-c0 + r0 / blend, -c1 + r1 / blend, -c2 + r2 / blend)
-            else:
-                rate[:] = (-c0 + 0.0, -c1 + 0.0, -c2 + 0.0)
+            target[:], rate[:] = _held(self.anchor[f], lever, self.reach[f], omegas[f], beta, blend)
             self._turn_leg(f, k, beta * self.reach_turn[f])
             self.last[f] = target.copy()
             flags[f] = j

@@ -1,0 +1,89 @@
+"""The contact rules' per-sample shortcuts (retarget/scaling.py, issue 9's speed target) compute what the
+plain numpy formulas compute, bit for bit (signs of zeros, infinities and NaN included): they run for every
+foot at every sample of a take, twice offline (``Retargeter.compute`` and the ``anchor: robot`` replay)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dynik_ros.retarget.scaling import _blended_rate, _held, _nearest
+
+
+def _same_bits(a, b) -> bool:
+    """Equal values, zeros of the same sign, NaN where NaN (a NaN's sign bit means nothing)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    numbers = ~np.isnan(a)
+    return (
+        a.shape == b.shape
+        and bool(np.array_equal(a, b, equal_nan=True))
+        and bool(np.array_equal(np.signbit(a[numbers]), np.signbit(b[numbers])))
+    )
+
+
+def _vectors(rng: np.random.Generator, count: int) -> np.ndarray:
+    """3-vectors of every kind the rules may meet: ordinary values, signed zeros, huge, inf and NaN."""
+    out = rng.normal(size=(count, 3)) * rng.choice([1e-3, 1.0, 1e3], size=(count, 1))
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324])
+    mask = rng.random((count, 3)) < 0.15
+    out[mask] = rng.choice(special, size=int(mask.sum()))
+    return out
+
+
+def _scalars(rng: np.random.Generator, count: int) -> np.ndarray:
+    """The blend weights: 0, 1 and values between (and a few past the ends)."""
+    return np.where(
+        rng.random(count) < 0.4, rng.choice([0.0, 1.0, -0.0], size=count), rng.uniform(-0.1, 1.1, count)
+    )
+
+
+def test_the_blended_rate_in_floats_is_the_numpy_formula():
+    """``_blended_rate`` = ``(1 - alpha) omega + rate_alpha along + alpha level_rate`` on numpy 3-vectors."""
+    rng = np.random.default_rng(1)
+    omega, along, level = _vectors(rng, 4000), _vectors(rng, 4000), _vectors(rng, 4000)
+    level[rng.random(4000) < 0.5] = 0.0  # flat contacts: no level rate
+    alpha, rate = _scalars(rng, 4000), rng.normal(size=4000) * rng.choice([0.0, 1.0, 30.0], size=4000)
+    with np.errstate(all="ignore"):
+        for k in range(4000):
+            expected = (1.0 - alpha[k]) * omega[k] + rate[k] * along[k] + alpha[k] * level[k]
+            got = _blended_rate(
+                omega[k].tolist(), along[k].tolist(), level[k].tolist(), float(alpha[k]), float(rate[k])
+            )
+            assert _same_bits(got, expected), (k, got, expected)
+
+
+def test_the_held_target_and_rate_in_floats_are_the_numpy_formulas():
+    """``_held`` = ``anchor - lever - (1 - beta) reach`` and ``-(omega x lever) + (reach / blend if beta < 1
+    else 0)`` on numpy 3-vectors (``np.cross``), beta before, at and past the end of the blend."""
+    rng = np.random.default_rng(2)
+    n = 4000
+    anchor, lever, reach, omega = (_vectors(rng, n) for _ in range(4))
+    reach[rng.random(n) < 0.5] = 0.0  # no shift into reach (contact.reach off, or none needed)
+    beta = _scalars(rng, n)
+    blend = rng.choice([1e-9, 0.1, 0.25], size=n)
+    with np.errstate(all="ignore"):
+        for k in range(n):
+            target = anchor[k] - lever[k] - (1.0 - beta[k]) * reach[k]
+            rate = -np.cross(omega[k], lever[k]) + (reach[k] / blend[k] if beta[k] < 1.0 else 0.0)
+            got_target, got_rate = _held(
+                anchor[k], lever[k], reach[k], omega[k], float(beta[k]), float(blend[k])
+            )
+            assert _same_bits(got_target, target), (k, got_target, target)
+            # np.cross's own order of operations on a pair: what _cross_values repeats (finite values; with
+            # inf / NaN np.cross computes the same products, only its temporaries differ)
+            if np.isfinite(omega[k]).all() and np.isfinite(lever[k]).all():
+                assert _same_bits(got_rate, rate), (k, got_rate, rate)
+
+
+def test_the_nearest_foot_link_in_floats_is_the_numpy_norm():
+    """``_nearest`` = ``np.linalg.norm(points - others, axis=1).min()`` on finite 2-D points (a foot's one or
+    two links and its footprint)."""
+    rng = np.random.default_rng(3)
+    for k in range(4000):
+        count = int(rng.integers(1, 3))
+        scale = rng.choice([1e-6, 1e-3, 1.0, 1e150])
+        points, others = rng.normal(size=(2, count, 2)) * scale
+        if k % 5 == 0:
+            others = points.copy()  # no slide at all
+        expected = float(np.linalg.norm(points - others, axis=1).min())
+        got = _nearest(points.tolist(), others.tolist())
+        assert _same_bits(got, expected), (k, got, expected)
