@@ -47,19 +47,23 @@ def finite_difference_twists(
     times: np.ndarray, positions: np.ndarray, rotations: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """World linear and angular velocities ``(N, L, 3)`` by central differences (one-sided at the ends);
-    angular velocity from ``log(R_{k+1} R_{k-1}^T) / (t_{k+1} - t_{k-1})``."""
+    angular velocity from ``log(R_{k+1} R_{k-1}^T) / (t_{k+1} - t_{k-1})`` (:func:`_angular_difference`)."""
+    if len(times) < 2:
+        return np.zeros_like(positions), np.zeros_like(positions)
+    return np.gradient(positions, times, axis=0), _angular_difference(times, positions, rotations)
+
+
+def _angular_difference(times: np.ndarray, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
+    """The angular velocities of :func:`finite_difference_twists` ``(N, L, 3)``, at least two samples."""
     from scipy.spatial.transform import Rotation
 
     n = len(times)
-    if n < 2:
-        return np.zeros_like(positions), np.zeros_like(positions)
-    linear = np.gradient(positions, times, axis=0)
     after = np.r_[np.arange(1, n), n - 1]
     before = np.r_[0, np.arange(0, n - 1)]
     dt = (times[after] - times[before])[:, None, None]
     relative = rotations[after] @ np.swapaxes(rotations[before], -1, -2)
     rotvec = Rotation.from_matrix(relative.reshape(-1, 3, 3)).as_rotvec().reshape(positions.shape)
-    return linear, rotvec / dt
+    return rotvec / dt
 
 
 def read_npz_motion(path: str | Path) -> HumanMotion:
@@ -237,11 +241,11 @@ def smoothed_twists(
     """World linear and angular velocities ``(N, L, 3)``: Savitzky-Golay (cubic) derivative of the
     positions; ``log(R_{k+1} R_{k-1}^T) / (t_{k+1} - t_{k-1})`` smoothed by the same window."""
     n = len(times)
-    linear, angular = finite_difference_twists(times, positions, rotations)
     dt = float(np.median(np.diff(times))) if n > 1 else 1.0
     length = max(5, int(round(window / dt)) | 1)
     if n < length:
-        return linear, angular
+        return finite_difference_twists(times, positions, rotations)
+    # (the differences' angular velocities only: the linear ones come from the filter)
     linear = savgol(positions, length, 3, deriv=1, delta=dt)
-    angular = savgol(angular, length, 3)
+    angular = savgol(_angular_difference(times, positions, rotations), length, 3)
     return linear, angular
