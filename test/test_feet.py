@@ -497,3 +497,26 @@ def test_dynik_retarget_ends_contacts_at_toe_off_by_default_and_heel_off_0_keeps
     off = np.load(tmp_path / "off" / "retarget.npz")["contacts"] >= 0
     kept = np.load(tmp_path / "kept" / "retarget.npz")["contacts"] >= 0
     assert off.sum() < kept.sum() and not (off & ~kept).any()
+
+
+@pytest.mark.parametrize("name", ["g1", "talos"])
+def test_feet_poses_are_those_of_every_frame_placed(name):
+    """``foot_figures``' feet poses (``frame_poses``: the joints placed, then only the feet's frames) are
+    pinocchio's ``framesForwardKinematics`` poses of those frames, bit for bit, sample after sample in one
+    data (a frame left from the previous configuration, or not updated, would differ)."""
+    from dynik_ros.retarget.foot_figures import frame_poses
+
+    rt = Retargeter.from_config(name)
+    robot, frames = rt.robot, [f.frame for f in rt.config.feet]
+    rng = np.random.default_rng(8)
+    q = np.repeat(rt.initial_configuration()[None], 40, axis=0)
+    q[:, 7:] += rng.uniform(-0.5, 0.5, size=(40, robot.nq - 7))
+    q[:, :3] += rng.normal(size=(40, 3))
+    positions, rotations = frame_poses(robot, q, frames)
+    data = robot.model.createData()
+    for k in range(len(q)):
+        pin.framesForwardKinematics(robot.model, data, q[k])
+        for f, frame in enumerate(frames):
+            pose = data.oMf[robot.frame_id(frame)]
+            np.testing.assert_array_equal(positions[k, f], pose.translation)
+            np.testing.assert_array_equal(rotations[k, f], pose.rotation)

@@ -83,6 +83,24 @@ def toe_flags(retargeter: object, result: object) -> np.ndarray:
     return toe.copy() if toe is not None and toe.shape == contacts.shape else np.zeros(contacts.shape, bool)
 
 
+def frame_poses(robot: object, q: np.ndarray, frames: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """World positions ``(N, F, 3)`` and rotations ``(N, F, 3, 3)`` of ``frames`` at configurations ``q``
+    ``(N, nq)``, pinocchio's ``framesForwardKinematics`` poses: the joints placed, then only these frames
+    (``updateFramePlacement``; the model's other frames are not needed)."""
+    model = robot.model
+    data = model.createData()
+    frame_ids = [robot.frame_id(f) for f in frames]
+    positions = np.empty((len(q), len(frame_ids), 3))
+    rotations = np.empty((len(q), len(frame_ids), 3, 3))
+    for k in range(len(q)):
+        pin.forwardKinematics(model, data, q[k])
+        for f, fid in enumerate(frame_ids):
+            placement = pin.updateFramePlacement(model, data, fid)
+            positions[k, f] = placement.translation
+            rotations[k, f] = placement.rotation
+    return positions, rotations
+
+
 def _phases(states: np.ndarray) -> list[tuple[int, int]]:
     """``[start, end)`` runs of ``states >= 0``."""
     inside = np.concatenate(([False], states >= 0, [False]))
@@ -106,17 +124,8 @@ def foot_figures(
     for configurations ``q`` ``(N, nq)`` at ``times``, with the retargeter's ``contacts`` ``(N, n_feet)`` and
     its toe class ``toe`` ``(N, n_feet)`` booleans (``None``: no sample on the toes); ``half_width``: the
     sole's half width across the foot (the map's ``balance.sole_half_width``; 0: the centre line only)."""
-    model = robot.model
-    data = model.createData()
-    frame_ids = [robot.frame_id(f.frame) for f in feet]
     n = len(q)
-    positions = np.empty((n, len(feet), 3))
-    rotations = np.empty((n, len(feet), 3, 3))
-    for k in range(n):
-        pin.framesForwardKinematics(model, data, q[k])
-        for f, fid in enumerate(frame_ids):
-            positions[k, f] = data.oMf[fid].translation
-            rotations[k, f] = data.oMf[fid].rotation
+    positions, rotations = frame_poses(robot, q, [f.frame for f in feet])
     times = np.asarray(times, dtype=float)
     out = []
     for f, foot in enumerate(feet):
