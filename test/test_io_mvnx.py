@@ -196,3 +196,47 @@ def test_upper_body_configuration_is_noticed(tmp_path, walk):
     motion = read_mvnx(write_mvnx(walk, tmp_path / "upper.mvnx", configuration="UpperBody"), check=False)
     assert any("'UpperBody': the legs are not measured" in n for n in motion.notices)
     assert "UpperBody" in motion.source
+
+
+def test_the_rotation_check_refuses_what_lapacks_determinant_refuses():
+    """``require_rotations`` takes ``det`` as the columns' triple product: on takes of clean rotations with
+    one matrix scaled inside or outside the tolerance, reflected, or a reflection scaled, it refuses the same
+    matrix with the same message as the check with LAPACK's ``np.linalg.det``."""
+    from dynik_ros.core.so3 import exp_so3
+    from dynik_ros.io.capture_checks import require_rotations
+
+    def plain(r: np.ndarray, links: list[str], tolerance: float = 1e-3) -> str:
+        err = np.abs(np.swapaxes(r, -1, -2) @ r - np.eye(3)).max(axis=(-1, -2))
+        bad = (err > tolerance) | (np.linalg.det(r) <= 0)
+        if not bad.any():
+            return "ok"
+        k, i = (int(x) for x in np.argwhere(bad)[0][:2])
+        return (
+            f"take: frame {k}: orientation of {links[i]} is not a rotation "
+            f"(|R^T R - I| = {err[k, i]:.2g}, det {np.linalg.det(r[k, i]):.3g})"
+        )
+
+    rng = np.random.default_rng(12)
+    links = [f"L{i}" for i in range(5)]
+    verdicts = {"ok": 0, "refused": 0}
+    for trial in range(600):
+        r = exp_so3(rng.normal(size=(8, 5, 3)) * 2.0)
+        k, i = int(rng.integers(8)), int(rng.integers(5))
+        kind = trial % 5
+        if kind == 1:
+            r[k, i] *= 1.0 + rng.uniform(-1e-3, 1e-3)  # |R^T R - I| up to 2e-3: either side
+        elif kind == 2:
+            r[k, i, :, int(rng.integers(3))] *= -1.0  # a reflection
+        elif kind == 3:
+            r[k, i] *= -(1.0 + rng.uniform(-4e-4, 4e-4))  # a reflection within the tolerance
+        elif kind == 4:
+            r[k, i] = np.diag(rng.choice([-1.0, 1.0], size=3))
+        expected = plain(r, links)
+        try:
+            require_rotations("take", r, links)
+            got = "ok"
+        except CaptureError as exc:
+            got = str(exc)
+        assert got == expected, (trial, got, expected)
+        verdicts["ok" if expected == "ok" else "refused"] += 1
+    assert min(verdicts.values()) > 100, verdicts
