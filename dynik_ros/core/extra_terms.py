@@ -62,20 +62,17 @@ class ExtraTerms:
             held_p = [f for f in self.stance.frames if f in position]
             held_o = [f for f in self.stance.frames if f in orientation]
             self._secant = FrameKinematics(robot, held_p, held_o)
-            self._secant_rows = [
-                np.array(
-                    ([3 * held_p.index(f) + j for j in range(3)] if f in position else [])
-                    + (
-                        [3 * (len(held_p) + held_o.index(f)) + j for j in range(3)]
-                        if f in orientation
-                        else []
-                    ),
-                    dtype=int,
-                )
-                for f in self.stance.frames
-            ]
+            # per row of the stance block (StanceRows.rows concatenated): its row in the secant's Jacobian
+            order = []
+            for f in self.stance.frames:
+                if f in position:
+                    order += [3 * held_p.index(f) + j for j in range(3)]
+                if f in orientation:
+                    order += [3 * (len(held_p) + held_o.index(f)) + j for j in range(3)]
+            self._secant_order = np.array(order, dtype=int)
             # per stance frame: has it position rows, orientation rows (StanceRows.rows, in this order)
             self._stance_parts = [(f in position, f in orientation) for f in self.stance.frames]
+        self._held: dict[tuple[bool, ...], tuple[np.ndarray, np.ndarray]] = {}  # _held_of, per stance pattern
         self._start_poses: list | None = None  # the stance frames' placements at q_{k-1} (observe)
         self._corrected = None  # this step's v* itself (the stance rows are posed with it shifted)
         self._posed_offset = None  # the stance rows' offset as first posed (_predicted), per active row
@@ -97,6 +94,12 @@ class ExtraTerms:
         # posed in place (:meth:`_pose`): building them by concatenation cost ~0.1 ms a step
         rows = self.dynamic_rows
         self._posed = (np.zeros((rows, robot.nv)), np.full(rows, -UNBOUNDED), np.full(rows, UNBOUNDED))
+        n_stance = self.stance.n_rows if self.stance is not None else 0
+        n_floor = self.floor.n_rows if self.floor is not None else 0
+        # views of the stance and floor rows' blocks, which StanceRows.bounds and FloorRows.rows write into
+        self._stance_slice = slice(self._stance_start, self._stance_start + n_stance)
+        self._stance_block = tuple(part[self._stance_slice] for part in self._posed)
+        self._floor_block = tuple(part[rows - n_floor :] for part in self._posed)
 
     @classmethod
     def wanted(cls, config) -> bool:
@@ -113,8 +116,10 @@ class ExtraTerms:
             self.regularizers.end_step()  # a new step: its Jacobians are not computed yet
         if self.stance is not None:
             self.stance.observe(measurements.stance)
+            pattern = self.stance.pattern
             omf = kinematics.data.oMf
-            self._start_poses = [omf[i].copy() for i in self._stance_ids] if self.stance.imposed else None
+            ids = zip(pattern.active, self._stance_ids, strict=True)
+            self._start_poses = [omf[i].copy() if on else None for on, i in ids] if pattern.imposed else None
         if self.loops is not None:
             self.loops.observe(kinematics.data)
         if self.floor is not None:
@@ -142,8 +147,19 @@ class ExtraTerms:
         25 steps, upper-body MNTE 6.2e-3 against 3.9e-3)."""
         if self.stance is None or not self.stance.imposed:
             return None
-        legs = np.flatnonzero(self._legs[self.stance.active].any(axis=0))
-        return np.concatenate((self._base, self._base.size + legs))
+        return self._held_of(self.stance.pattern)[1]
+
+    def _held_of(self, pattern) -> tuple[np.ndarray, np.ndarray]:
+        """Per :class:`~.stance_rows.StancePattern` (built at its first step): the rows of the secant's
+        Jacobian of the frames in contact (:meth:`stance_secant`) and the columns of :meth:`held_columns`."""
+        held = self._held.get(pattern.active)
+        if held is None:
+            legs = np.flatnonzero(self._legs[np.array(pattern.active)].any(axis=0))
+            columns = np.concatenate((self._base, self._base.size + legs))
+            held = self._held[pattern.active] = (self._secant_order[pattern.mask], columns)
+            for part in held:
+                part.flags.writeable = False  # kept for every step with this pattern
+        return held
 
     def after_integration(self, ik) -> None:
         """Joints projected back onto the kinematic loops (:mod:`.loop_closure`)."""
@@ -223,8 +239,7 @@ class ExtraTerms:
 
     def _with_floor(self, ik, mode: str) -> None:
         """The floor rows (the last block of the dynamic rows) posed in ``mode``."""
-        rows = self.floor.rows(*ik.step_quadrature, mode)
-        self._pose(slice(self.dynamic_rows - self.floor.n_rows, None), rows)
+        self.floor.rows(*ik.step_quadrature, mode, out=self._floor_block)
 
     def _with_stance(self, ik) -> None:
         """The stance rows' block posed for this step: the frames in contact bound around ``v*``
@@ -234,23 +249,29 @@ class ExtraTerms:
         if stance is None:
             return
         jacobian, corrected, weights = self._task
-        start = self._stance_start
-        stop = start + stance.n_rows
         if self.priority is not None:
             self.priority.state = ""
         if not (stance.imposed and jacobian is not None and corrected is not None):
-            rows = None
-        else:
-            centre = corrected
-            w0, carried = ik.step_quadrature  # the rows bound the step's mean
-            if self.priority is not None:
-                others = tuple(np.concatenate((part[:start], part[stop:])) for part in self._posed)
-                weights = ik.weights if weights is None else weights
-                centre = self.priority.centre(
-                    jacobian, corrected, weights, ik._lower, ik._upper, others, w0, carried
-                )
-            rows = stance.bounds(jacobian, centre, w0, carried)
-        self._pose(slice(start, stop), rows)
+            self._pose(self._stance_slice, None)
+            return
+        centre = corrected
+        w0, carried = ik.step_quadrature  # the rows bound the step's mean
+        if self.priority is not None:
+            weights = ik.weights if weights is None else weights
+            centre = self.priority.centre(
+                jacobian, corrected, weights, ik._lower, ik._upper, self._others(), w0, carried
+            )
+        stance.bounds(jacobian, centre, w0, carried, out=self._stance_block)
+
+    def _others(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The dynamic rows other than the stance rows, as posed (views where they are one block: the
+        priority's QP copies them)."""
+        start, stop = self._stance_start, self._stance_start + self.stance.n_rows
+        if start == 0:
+            return tuple(part[stop:] for part in self._posed)
+        if stop == self.dynamic_rows:
+            return tuple(part[:start] for part in self._posed)
+        return tuple(np.concatenate((part[:start], part[stop:])) for part in self._posed)
 
     def floor_checked(self, ik, solution, solve):
         """``solution`` if it meets every dynamic row (floor, stance, loop, support rows) within
@@ -311,9 +332,10 @@ class ExtraTerms:
         stance = self.stance
         if stance is None or not stance.imposed or self._task is None or self._task[0] is None:
             return solution
-        rows = self._active_rows()
-        own = np.concatenate([r for on, r in zip(stance.active, self._secant_rows, strict=True) if on])
+        rows = stance.pattern.rows
+        own = self._held_of(stance.pattern)[0]
         jacobian, _, weights = self._task
+        held = jacobian[rows]
         corrected = self._corrected
         offset = self._posed_offset  # (J(q_mid) - J) m as posed: the rows ask J m = y* - offset
         for _ in range(SECANT_PASSES):
@@ -322,7 +344,7 @@ class ExtraTerms:
             mean = ik.step_mean(solution.nu)
             base, q_mid = ik.advanced(mean, 0.5 * dt)
             self._secant.update_jacobian(q_mid)
-            secant = (self._secant.stacked_jacobian(base)[own] - jacobian[rows]) @ mean
+            secant = (self._secant.stacked_jacobian(base)[own] - held) @ mean
             if np.abs(secant - offset).max() <= SECANT_TOLERANCE:
                 break
             offset = secant
@@ -335,11 +357,6 @@ class ExtraTerms:
                 break
             solution = again
         return solution
-
-    def _active_rows(self) -> np.ndarray:
-        """The stacked residual's rows of the stance frames in contact this step."""
-        stance = self.stance
-        return np.concatenate([r for on, r in zip(stance.active, stance.rows, strict=True) if on])
 
     def _predicted(self, kinematics, corrected, jacobian, predicted_mean, dt: float):
         """``v*`` with the held frames' rows shifted by the offset of the predicted step,
@@ -359,7 +376,7 @@ class ExtraTerms:
         omf = kinematics.data.oMf
         moved = []
         for on, fid, start, (pos, ori) in zip(
-            stance.active, self._stance_ids, self._start_poses, self._stance_parts, strict=True
+            stance.pattern.active, self._stance_ids, self._start_poses, self._stance_parts, strict=True
         ):
             if not on:
                 continue
@@ -368,7 +385,7 @@ class ExtraTerms:
                 moved.append(end.translation - start.translation)
             if ori:
                 moved.append(pin.log3(end.rotation @ start.rotation.T))
-        rows = self._active_rows()
+        rows = stance.pattern.rows
         offset = np.concatenate(moved) / dt - jacobian[rows] @ predicted_mean
         self._posed_offset = offset
         shifted = corrected.copy()

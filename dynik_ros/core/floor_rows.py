@@ -87,7 +87,7 @@ class FloorRows:
         self._point_frame = np.array([frames.index(frame) for frame, _ in config.points], dtype=int)
         self._offsets = np.array([point for _, point in config.points], dtype=float).reshape(-1, 3)
         self.n_rows = len(config.points)
-        self._stacked_rows = None  # rows of the stacked Jacobian: (vertical, angular x, angular y) per point
+        self._stacked_rows = None  # rows of the stacked Jacobian: vertical, angular x, angular y per point
         if targets is not None:
             position = [t.frame for t in targets.position_targets]
             orientation = [t.frame for t in targets.orientation_targets]
@@ -96,19 +96,19 @@ class FloorRows:
                 frame_rows = [(3 * position.index(f) + 2, offset + 3 * orientation.index(f)) for f in frames]
                 vertical = np.array([frame_rows[f][0] for f in self._point_frame])
                 angular = np.array([frame_rows[f][1] for f in self._point_frame])
-                self._stacked_rows = (vertical, angular, angular + 1)
+                self._stacked_rows = np.concatenate((vertical, angular, angular + 1))  # one gather a step
         self.previous = np.zeros(self.n_rows)  # d_{k-1}: heights above the floor at the step's start
         self._jacobian = np.zeros((self.n_rows, robot.nv))  # J_z of each point (mixed coordinates)
         self._bound = np.zeros(self.n_rows)  # b: the rows' bound on J_z m
-        self._unbounded = np.full(self.n_rows, np.inf)  # the rows' upper bounds (read-only)
-        self._unbounded.flags.writeable = False
         self.mode = MODES[0]
         self.counts = dict.fromkeys(MODES[1:], 0)  # steps softened / dropped since construction
 
     def _levers(self, data: pin.Data) -> tuple[np.ndarray, np.ndarray]:
         """Per point, its frame's origin and the lever from that origin to the point (world), from
         ``data``'s frame placements."""
-        poses = np.array([data.oMf[i].homogeneous for i in self._frame_ids])[self._point_frame]
+        omf = data.oMf  # (concatenated: np.array of the list costs more)
+        poses = np.concatenate([omf[i].homogeneous for i in self._frame_ids]).reshape(-1, 4, 4)
+        poses = poses[self._point_frame]
         return poses[:, :3, 3], np.einsum("nij,nj->ni", poses[:, :3, :3], self._offsets)
 
     def heights(self, data: pin.Data) -> np.ndarray:
@@ -133,8 +133,7 @@ class FloorRows:
         IK's stacked ``jacobian`` there (used where the targets allow, see the class docstring)."""
         origins, levers = self._levers(data)
         if jacobian is not None and self._stacked_rows is not None:
-            rows_z, rows_x, rows_y = self._stacked_rows
-            vertical, ang_x, ang_y = jacobian[rows_z], jacobian[rows_x], jacobian[rows_y]
+            vertical, ang_x, ang_y = jacobian[self._stacked_rows].reshape(3, self.n_rows, -1)
         else:
             vertical, ang_x, ang_y = self._pinocchio_rows(model, data)
         # vertical velocity of the point: v_z + (omega x lever)_z
@@ -156,16 +155,27 @@ class FloorRows:
         return stacked[:, 2], stacked[:, 3], stacked[:, 4]
 
     def rows(
-        self, w0: float, carried: np.ndarray, mode: str = "hard"
+        self,
+        w0: float,
+        carried: np.ndarray,
+        mode: str = "hard",
+        out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(A, l, u)`` on ``nu_k`` for the mean ``m = w0 nu_k + carried``: ``mode`` ``hard`` (the barrier),
-        ``softened`` (``J_z m >= min(b, 0)``) or ``dropped`` (zero, unbounded rows)."""
+        ``softened`` (``J_z m >= min(b, 0)``) or ``dropped`` (zero, unbounded rows); written into ``out``
+        (e.g. views of the step's dynamic rows) if given."""
         self.mode = mode
+        if out is None:
+            out = np.empty_like(self._jacobian), np.empty(self.n_rows), np.empty(self.n_rows)
+        a, lower, upper = out
         if mode == "dropped":
-            return np.zeros_like(self._jacobian), np.full(self.n_rows, -np.inf), np.full(self.n_rows, np.inf)
+            a[:], lower[:], upper[:] = 0.0, -np.inf, np.inf
+            return out
         bound = self._bound if mode == "hard" else np.minimum(self._bound, 0.0)
-        lower = bound - self._jacobian @ carried
-        return w0 * self._jacobian, lower, self._unbounded
+        np.multiply(w0, self._jacobian, out=a)
+        np.subtract(bound, self._jacobian @ carried, out=lower)
+        upper[:] = np.inf
+        return out
 
 
 def points_of_feet(feet: Sequence, half_width: float) -> tuple[tuple[str, tuple[float, float, float]], ...]:

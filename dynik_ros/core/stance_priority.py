@@ -64,7 +64,6 @@ class StancePriority:
         self._coupled = (constraint_matrix[(constraint_matrix != 0).sum(axis=1) > 1] != 0).any(axis=0)
         self._expansion = None if expansion is None else np.asarray(expansion) != 0
         self._rows = np.concatenate(stance.rows)
-        self._sizes = [len(r) for r in stance.rows]
         self.qp = VelocityQP(
             jacobian_pattern[self._rows],
             constraint_matrix,
@@ -93,9 +92,8 @@ class StancePriority:
         replaced by ``y*`` of priority 1 under the joint rows ``lower``/``upper`` and the ``others`` dynamic
         rows; ``corrected`` itself where priority 1 has no usable solution (``state`` ``failed``). ``y*``
         is the stance frames' velocity over the step's mean ``m = w0 nu + carried`` (:mod:`.stance_rows`)."""
-        rows = self._rows
-        active = np.repeat(self.stance.active, self._sizes)
-        w = np.where(active, weights[rows], 0.0)  # frames out of contact take no part
+        rows, pattern = self._rows, self.stance.pattern
+        w = np.where(pattern.mask, weights[rows], 0.0)  # frames out of contact take no part
         task, target = on_mean(jacobian[rows], corrected[rows], w0, carried)
         solution = self.qp.solve(task, target, w, lower, upper, dynamic=others)
         self._solution = solution
@@ -103,11 +101,12 @@ class StancePriority:
             self.state = STATES[2]
             self.qp.reset_warm_start()
             return corrected
+        held = pattern.rows  # the rows of the frames in contact
         centred = corrected.copy()
         mean = w0 * solution.nu if carried is None else w0 * solution.nu + carried
-        achieved = jacobian[rows[active]] @ mean
-        centred[rows[active]] = achieved
-        met = np.abs(achieved - corrected[rows[active]]).max() <= self.stance.tolerance
+        achieved = jacobian[held] @ mean
+        met = np.abs(achieved - corrected[held]).max() <= self.stance.tolerance
+        centred[held] = achieved
         self.state = STATES[0] if met else STATES[1]
         return centred
 

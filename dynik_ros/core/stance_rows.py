@@ -28,6 +28,7 @@ ROS-free.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -56,39 +57,83 @@ class StanceRows:
         self.n_rows = int(sum(len(r) for r in self.rows))
         self.nv = nv
         self.tolerance = float(tolerance)
-        self.active = np.zeros(len(self.frames), dtype=bool)
+        self._flags = np.zeros(len(self.frames), dtype=bool)
+        self.active = self._flags.view()  # this step's flags, written by observe only (read-only view)
+        self.active.flags.writeable = False
+        self._patterns: dict[bytes, StancePattern] = {}  # per combination of flags seen (at most 2^frames)
+        self.pattern = self._pattern()
 
     def observe(self, flags: np.ndarray | None) -> None:
         """This step's stance flags (one per frame; ``None``: none in contact)."""
         if flags is None:
-            self.active[:] = False
-            return
-        flags = np.asarray(flags, dtype=bool)
-        if flags.shape != self.active.shape:
-            raise ValueError(f"stance must hold {len(self.frames)} flags, got shape {flags.shape}")
-        self.active[:] = flags
+            self._flags[:] = False
+        else:
+            flags = np.asarray(flags, dtype=bool)
+            if flags.shape != self._flags.shape:
+                raise ValueError(f"stance must hold {len(self.frames)} flags, got shape {flags.shape}")
+            self._flags[:] = flags
+        self.pattern = self._pattern()
+
+    def _pattern(self) -> StancePattern:
+        """The :class:`StancePattern` of the flags as observed, built the first time they occur."""
+        key = self._flags.tobytes()
+        pattern = self._patterns.get(key)
+        if pattern is None:
+            pattern = self._patterns[key] = StancePattern.of(self.rows, self._flags)
+        return pattern
 
     @property
     def imposed(self) -> bool:
-        return bool(self.active.any())
+        return self.pattern.imposed
 
     def bounds(
-        self, jacobian: np.ndarray, corrected: np.ndarray, w0: float = 1.0, carried: np.ndarray | None = None
+        self,
+        jacobian: np.ndarray,
+        corrected: np.ndarray,
+        w0: float = 1.0,
+        carried: np.ndarray | None = None,
+        out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(A, l, u)`` on ``nu_k`` of the rows: the frames in contact bound to ``v*`` within the tolerance,
-        on the step's mean velocity ``m = w0 nu_k + carried`` (the integration rule's weights)."""
-        a = np.zeros((self.n_rows, self.nv))
-        lower = np.full(self.n_rows, -np.inf)
-        upper = np.full(self.n_rows, np.inf)
-        start = 0
-        for on, rows in zip(self.active, self.rows, strict=True):
-            stop = start + len(rows)
+        on the step's mean velocity ``m = w0 nu_k + carried`` (the integration rule's weights); written into
+        ``out`` (``A``, ``l``, ``u`` of the rows: e.g. views of the step's dynamic rows) if given."""
+        if out is None:
+            out = np.empty((self.n_rows, self.nv)), np.empty(self.n_rows), np.empty(self.n_rows)
+        a, lower, upper = out
+        for on, block, rows in self.pattern.blocks:
             if on:
-                a[start:stop], centre = on_mean(jacobian[rows], corrected[rows], w0, carried)
-                lower[start:stop] = centre - self.tolerance
-                upper[start:stop] = centre + self.tolerance
-            start = stop
-        return a, lower, upper
+                a[block], centre = on_mean(jacobian[rows], corrected[rows], w0, carried)
+                lower[block] = centre - self.tolerance
+                upper[block] = centre + self.tolerance
+            else:
+                a[block], lower[block], upper[block] = 0.0, -np.inf, np.inf
+        return out
+
+
+@dataclass(frozen=True)
+class StancePattern:
+    """What one combination of stance flags selects, derived once (:meth:`StanceRows.observe`, the flags
+    change only at touch-down and lift-off)."""
+
+    active: tuple[bool, ...]  # the flags, one per stance frame
+    imposed: bool  # a frame in contact
+    rows: np.ndarray  # the stacked residual's rows of the frames in contact, frame by frame
+    mask: np.ndarray  # per row of the stance block (StanceRows.rows concatenated): its frame is in contact
+    blocks: tuple[tuple[bool, slice, np.ndarray], ...]  # per frame: in contact, its block rows, residual rows
+
+    @classmethod
+    def of(cls, rows: Sequence[np.ndarray], flags: np.ndarray) -> StancePattern:
+        sizes = [len(r) for r in rows]
+        stops = np.cumsum(sizes)
+        blocks = tuple(
+            (bool(on), slice(int(stop) - size, int(stop)), r)
+            for on, size, stop, r in zip(flags, sizes, stops, rows, strict=True)
+        )
+        active = [r for on, r in zip(flags, rows, strict=True) if on]
+        held = np.concatenate(active) if active else np.zeros(0, dtype=int)
+        mask = np.repeat(flags, sizes)
+        held.flags.writeable = mask.flags.writeable = False  # kept for every step with these flags
+        return cls(tuple(bool(f) for f in flags), bool(flags.any()), held, mask, blocks)
 
 
 def on_mean(

@@ -1,0 +1,172 @@
+"""The stance and floor rows' per-step shortcuts (issue 9's speed target) give the answers of the plain
+formulas, bit for bit: what one combination of stance flags selects, derived once (``StancePattern``); the
+stance and floor rows written in place into the step's dynamic rows; the other dynamic rows handed to
+priority 1 as views; the held columns and the secant's rows per combination of flags."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from dynik_ros.core.extra_terms import ExtraTerms
+from dynik_ros.core.floor_rows import MODES
+from dynik_ros.core.stance_rows import StanceRows
+from dynik_ros.core.targets import FrameTarget, TargetSet
+
+EXCERPT = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
+
+
+def _plain_bounds(stance: StanceRows, flags, jacobian, corrected, w0, carried):
+    """The stance rows' ``(A, l, u)`` frame by frame, as :meth:`StanceRows.bounds` wrote them before it
+    used the pattern and ``out``: fresh arrays, zero, unbounded rows for frames out of contact."""
+    a = np.zeros((stance.n_rows, stance.nv))
+    lower, upper = np.full(stance.n_rows, -np.inf), np.full(stance.n_rows, np.inf)
+    start = 0
+    for on, rows in zip(flags, stance.rows, strict=True):
+        stop = start + len(rows)
+        if on:
+            a[start:stop] = w0 * jacobian[rows]
+            centre = corrected[rows] - jacobian[rows] @ carried
+            lower[start:stop], upper[start:stop] = centre - stance.tolerance, centre + stance.tolerance
+        start = stop
+    return a, lower, upper
+
+
+def test_the_stance_pattern_and_bounds_are_those_of_the_flags_after_every_observe():
+    """Every sequence of flags (``None`` too): the pattern's rows, mask and ``imposed`` are the plain
+    selections of the flags just observed, and the bounds written over any earlier content of ``out`` are
+    the plain formula's, bit for bit."""
+    targets = TargetSet(
+        [
+            FrameTarget("base", position=True),
+            FrameTarget("left", position=True),
+            FrameTarget("right", position=True),
+            FrameTarget("hand", position=False),
+        ]
+    )
+    # rows: left has position and orientation rows, right too, hand orientation only
+    stance = StanceRows(targets, ["left", "right", "hand"], nv=7, tolerance=0.01)
+    sizes = [len(r) for r in stance.rows]
+    assert sizes == [6, 6, 3]
+    rng = np.random.default_rng(3)
+    jacobian = rng.normal(size=(3 * 3 + 3 * 4, 7))
+    out = tuple(rng.normal(size=shape) for shape in ((15, 7), (15,), (15,)))
+    sequence = [None, *itertools.product((False, True), repeat=3)] * 2
+    rng.shuffle(sequence)
+    for flags in sequence:
+        stance.observe(None if flags is None else np.array(flags))
+        flags = np.zeros(3, dtype=bool) if flags is None else np.array(flags)
+        pattern = stance.pattern
+        assert pattern.active == tuple(flags) and stance.imposed == flags.any()
+        plain_rows = [r for on, r in zip(flags, stance.rows, strict=True) if on]
+        np.testing.assert_array_equal(pattern.rows, np.concatenate(plain_rows) if plain_rows else [])
+        np.testing.assert_array_equal(pattern.mask, np.repeat(flags, sizes))
+        assert not (pattern.rows.flags.writeable or pattern.mask.flags.writeable)  # shared by later steps
+        corrected, carried, w0 = rng.normal(size=21), rng.normal(size=7), rng.uniform(0.5, 1.0)
+        expected = _plain_bounds(stance, flags, jacobian, corrected, w0, carried)
+        written = stance.bounds(jacobian, corrected, w0, carried, out=out)
+        fresh = stance.bounds(jacobian, corrected, w0, carried)
+        for got, new, want in zip(written, fresh, expected, strict=True):
+            assert np.array_equal(got, want) and np.array_equal(new, want)
+    assert len(stance._patterns) == 8  # one per combination, built once
+    with pytest.raises(ValueError, match="read-only"):
+        stance.active[0] = True  # the flags change only through observe (the pattern follows them)
+
+
+def test_floor_rows_written_in_place_are_the_plain_formula_in_every_mode():
+    """:meth:`FloorRows.rows` into ``out`` holding anything: ``(w0 J_z, b - J_z c, inf)``, ``b`` clipped at
+    zero when softened, zero, unbounded rows when dropped: the formula, bit for bit."""
+    from dynik_ros.retarget.retargeter import Retargeter
+
+    rt = Retargeter.from_config("g1")
+    ik = rt.make_ik()
+    floor = ik.extra.floor
+    kinematics = ik.kinematics
+    rng = np.random.default_rng(5)
+    q = ik.q.copy()
+    q[7:] += rng.uniform(-0.2, 0.2, size=q.size - 7)
+    kinematics.update(q)
+    floor.observe(kinematics.data)
+    floor.prepare(kinematics.model, kinematics.data, 0.01, rng.normal(size=ik.robot.nv))
+    jz, bound = floor._jacobian, floor._bound
+    for mode in MODES:
+        w0, carried = rng.uniform(0.5, 1.0), rng.normal(size=ik.robot.nv)
+        out = tuple(rng.normal(size=shape) for shape in (jz.shape, (floor.n_rows,), (floor.n_rows,)))
+        written = floor.rows(w0, carried, mode, out=out)
+        assert all(got is given for got, given in zip(written, out, strict=True))
+        if mode == "dropped":
+            expected = np.zeros_like(jz), np.full(floor.n_rows, -np.inf), np.full(floor.n_rows, np.inf)
+        else:
+            b = bound if mode == "hard" else np.minimum(bound, 0.0)
+            expected = w0 * jz, b - jz @ carried, np.full(floor.n_rows, np.inf)
+        for got, new, want in zip(written, floor.rows(w0, carried, mode), expected, strict=True):
+            assert np.array_equal(got, want) and np.array_equal(new, want)
+        assert floor.mode == mode
+
+
+@pytest.mark.parametrize("support, stance, floor", [(0, 12, 8), (4, 12, 8), (4, 12, 0), (0, 12, 0)])
+def test_the_rows_priority_1_takes_are_the_other_dynamic_rows(support, stance, floor):
+    """:meth:`ExtraTerms._others` (views where the other rows are one block) is the concatenation of the
+    dynamic rows before and after the stance block, for every layout of support, stance and floor rows."""
+    rng = np.random.default_rng(support + floor)
+    rows = support + stance + floor
+    posed = (rng.normal(size=(rows, 5)), rng.normal(size=rows), rng.normal(size=rows))
+    extra = SimpleNamespace(
+        _stance_start=support, stance=SimpleNamespace(n_rows=stance), dynamic_rows=rows, _posed=posed
+    )
+    others = ExtraTerms._others(extra)
+    for got, part in zip(others, posed, strict=True):
+        assert np.array_equal(got, np.concatenate((part[:support], part[support + stance :])))
+
+
+def _check_held_per_step(ik, measurements, times, seen: set) -> None:
+    """Step ``ik`` through ``measurements``; after each step the held columns and the secant's rows of the
+    frames in contact (kept per combination of flags) are the plain selections of the step's flags."""
+    extra = ik.extra
+    stance, secant = extra.stance, extra._secant
+    position_ids, orientation_ids = secant.position_ids, secant.orientation_ids
+    nb = ik.robot.base_dofs
+    for k in range(1, len(measurements)):
+        ik.step(measurements[k], float(times[k] - times[k - 1]))
+        flags = np.array(stance.active)
+        seen.add(tuple(bool(f) for f in flags))
+        if not flags.any():
+            assert extra.held_columns() is None
+            continue
+        legs = np.flatnonzero(extra._legs[flags].any(axis=0))
+        np.testing.assert_array_equal(extra.held_columns(), np.concatenate((np.arange(nb), nb + legs)))
+        assert not extra.held_columns().flags.writeable  # shared by later steps with these flags
+        own = []  # the secant Jacobian's rows (position frames, then orientation frames) per frame in contact
+        for on, fid in zip(flags, extra._stance_ids, strict=True):
+            if on:
+                if fid in position_ids:
+                    own += [3 * position_ids.index(fid) + j for j in range(3)]
+                if fid in orientation_ids:
+                    own += [3 * (len(position_ids) + orientation_ids.index(fid)) + j for j in range(3)]
+        np.testing.assert_array_equal(extra._held_of(stance.pattern)[0], own)
+
+
+def test_held_columns_and_secant_rows_per_pattern_are_the_plain_selections_on_a_walk():
+    """On every step of the committed walk on G1 and of a stand (hard stance, floor rows: the defaults), the
+    held columns and the secant's rows of the frames in contact, kept per combination of flags, are the
+    plain selections of the step's flags."""
+    from dynik_ros.cli.retarget import synthetic_motion
+    from dynik_ros.io.motion_files import read_motion_file
+    from dynik_ros.retarget.retargeter import Retargeter
+
+    rt = Retargeter.from_config("g1")
+    seen: set = set()
+    for motion in (read_motion_file(EXCERPT), synthetic_motion("tpose", 0.3, 100.0)):
+        rt.reset()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            measurements, _ = rt.compute(*rt.motion_arrays(motion))
+        ik = rt.make_ik()
+        assert ik.extra.stance is not None and ik.extra.priority is not None
+        _check_held_per_step(ik, measurements, motion.times, seen)
+    assert {(True, False), (False, True), (True, True)} <= seen  # single and double support both checked
