@@ -348,4 +348,3 @@ def test_ik_node_locks_joints_by_name(h, samples):
         _deliver(h, solver, pub, link_msg(samples[k], t0 + k * period))
     assert h.spin_until(lambda: len(joints) >= 20)
     assert len({j.position[held] for j in joints}) == 1 and solver.robot.locked[held]
-

@@ -519,5 +519,3 @@ def test_mocap_refuses_absurd_poses_survives_a_raising_estimator_and_follows_a_t
     assert max(speeds) < 2.0, speeds  # no twist across the refused poses or the teleport
     assert odom[-1].pose.pose.position.x - odom[0].pose.pose.position.x == pytest.approx(100.10, abs=1e-6)
     assert speeds[-1] == pytest.approx(1.0, abs=1e-6)
-
-

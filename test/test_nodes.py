@@ -388,7 +388,6 @@ def test_wearable_loops_with_increasing_stamps(h):
     assert len(got[0].joint_names) == 23 and len(got[0].twist) == 23
 
 
-
 # --------------------------------------------------------------------------- robot model
 def test_ik_diagnostics_count_the_matched_readers_of_its_output(h):
     """``output_subscribers``: the readers ik_node's joint-state writer matched (what a runner waits for
@@ -443,5 +442,3 @@ def test_ik_node_retargets_to_the_g1(h, samples):
     assert decoded == deserialize_message(serialize_message(marker_array), MarkerArray)
     points = np.array([(p.x, p.y, p.z) for m in marker_array.markers for p in m.points])
     assert np.all(np.isfinite(points)) and len(points) == 2 * (6 * 14 + len(solver._skeleton_links))
-
-
