@@ -562,7 +562,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         the QP solves normally; unscaled, such values make OSQP fail on that step and the next ones."""
         rows = velocity.reshape(-1, 3)
         squares = np.einsum("ij,ij->i", rows, rows)
-        if (squares <= self._squared_speed_caps).all():
+        if np.count_nonzero(squares <= self._squared_speed_caps) == squares.size:  # all, without .all()
             return velocity
         scale = np.minimum(1.0, self._speed_caps / np.maximum(np.sqrt(squares), 1e-300))
         return (rows * scale[:, None]).reshape(-1)

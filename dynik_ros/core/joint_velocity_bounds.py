@@ -44,7 +44,7 @@ class JointVelocityBounds:
             carried = self._carried_velocity[robot.base_dofs :]
             lower = np.maximum((m_low - carried) / w0, -vmax)
             upper = np.minimum((m_high - carried) / w0, vmax)
-            feasible = bool((lower <= upper).all())
+            feasible = np.count_nonzero(lower <= upper) == n  # all (without .all()'s wrappers)
             if feasible and self._followers:  # a leader must also keep each follower within its bounds
                 self._lower[:n], self._upper[:n] = lower, upper
                 low, high = self._free_bounds()

@@ -66,13 +66,13 @@ def orientation_log_residual_world(r_model: np.ndarray, r_target: np.ndarray) ->
     sin = np.sqrt(sin2)
     theta = np.arctan2(sin, cos)
     small = sin < 1e-6
-    if small.any():
+    if np.count_nonzero(small):  # (.any()'s wrappers cost more)
         scale = np.where(small, 1.0 + sin2 / 6.0, theta / np.where(small, 1.0, sin))
     else:  # the common case: the same quotient without the selections
         scale = theta / sin
     out = w * scale[..., None]
     obtuse = cos < 0.0
-    if obtuse.any():
+    if np.count_nonzero(obtuse):
         # past 90 degrees take the axis from the symmetric part, (M + M^T)/2 - cos I = (1 - cos) a a^T
         mo, wo, co, to = m[obtuse], w[obtuse], cos[obtuse], theta[obtuse]
         outer = 0.5 * (mo + np.swapaxes(mo, -1, -2)) - co[:, None, None] * np.eye(3)

@@ -174,5 +174,5 @@ class StepIntegration:
         slack = BOUND_TOLERANCE * (1.0 + np.maximum(np.abs(lower), np.abs(upper)))
         # only the bounds on the mean deconvolve; nu_k held at its own velocity limit is a constant
         active = ((s_dot >= upper - slack) & (upper < vmax)) | ((s_dot <= lower + slack) & (lower > -vmax))
-        if active.any():
+        if np.count_nonzero(active):  # (.any()'s wrappers cost more)
             self._restart_history(nb + np.flatnonzero(active), mean[active])

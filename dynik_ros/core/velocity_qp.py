@@ -261,7 +261,7 @@ class VelocityQP:
                     self._last_exact = x
                     return QPSolution(self._full(x), "solved (no active constraint)", 0, True, tol)
         self._free_last = True  # unless DAQP finds a row active below
-        if not (lower <= upper).all():
+        if np.count_nonzero(lower <= upper) != lower.size:  # not all (without .all()'s wrappers)
             # no nu meets a row whose bounds cross (or are NaN); both solvers reject such data and would
             # answer the previous problem instead (OSQP says "solved" with the last step's nu)
             return QPSolution(np.zeros(self.n_full), "infeasible (a row's bounds cross)", 0, False)
