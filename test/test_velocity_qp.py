@@ -123,3 +123,61 @@ def test_a_row_whose_bounds_cross_is_not_solved(solver):
         assert np.all(np.isfinite(crossed.nu))
     again = qp.solve(jacobian, target, weights, lower, upper)
     assert again.solved and np.allclose(again.nu, first.nu, atol=1e-4), (again.nu, first.nu)
+
+
+def test_unbounded_is_osqps_infinity():
+    """``UNBOUNDED`` is written as a number (OSQP is imported only when a QP needs it): OSQP's own."""
+    import osqp
+
+    from dynik_ros.core.velocity_qp import UNBOUNDED
+
+    assert UNBOUNDED == float(osqp.constant("OSQP_INFTY"))
+
+
+def test_osqp_is_imported_only_when_a_qp_needs_it():
+    """``dynik-retarget``'s imports and DAQP's solves leave OSQP and scipy.sparse unimported (~0.3 s of a
+    process's start); an OSQP solve imports them."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+import numpy as np
+import dynik_ros.cli.retarget
+from dynik_ros.core.velocity_qp import QPSettings, VelocityQP
+def loaded():
+    return sorted(m for m in ("osqp", "scipy.sparse") if m in sys.modules)
+print(loaded())
+jac = np.vstack((np.eye(3), np.ones((1, 3))))
+c = np.eye(3)
+for solver in ("daqp", "osqp"):
+    qp = VelocityQP(jac != 0, c, QPSettings(solver=solver))
+    solution = qp.solve(jac, np.ones(4), np.ones(4), -np.full(3, 0.1), np.full(3, 0.1))
+    print(solver, solution.status, loaded())
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [
+        "[]",
+        "daqp solved (DAQP) []",
+        "osqp solved ['osqp', 'scipy.sparse']",
+    ], out
+
+
+def test_a_restarted_osqp_solves_as_a_new_one_bit_for_bit():
+    """After ``restart`` (``DynamicalIK.reset``) the OSQP of a QP (made again when next needed) answers the
+    same sequence of QPs as a new ``VelocityQP``, bit for bit; ``reset_warm_start`` before any OSQP solve
+    changes nothing."""
+    jac, target, weights, c = make_problem(5)
+    rng = np.random.default_rng(6)
+    bounds = [0.05 + 0.1 * rng.random(6) for _ in range(6)]
+
+    def run(qp):
+        return [qp.solve(jac, target + 0.1 * k, weights, -b, b).nu for k, b in enumerate(bounds)]
+
+    used = VelocityQP(jac != 0, c, QPSettings(solver="osqp"))
+    run(used)
+    used.restart()
+    fresh = VelocityQP(jac != 0, c, QPSettings(solver="osqp"))
+    fresh.reset_warm_start()
+    for a, b in zip(run(used), run(fresh), strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -24,19 +24,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import osqp
-import scipy.sparse as sp
 from scipy.linalg.lapack import dposv
 
 from dynik_ros.core.active_set_qp import ActiveSetQP
 
-UNBOUNDED = float(osqp.constant("OSQP_INFTY"))  # OSQP's infinity: a row bound this large bounds nothing
+# OSQP's infinity (``osqp.constant("OSQP_INFTY")``, checked by the tests): a row bound this large bounds
+# nothing. OSQP itself (and scipy.sparse, its matrices) is imported when a QP first needs it: with DAQP most
+# runs never do, and the imports cost ~0.3 s of a process's start.
+UNBOUNDED = 1e30
 SOLVERS = ("daqp", "osqp")  # QPSettings.solver
 # OSQP statuses whose iterate is usable: solved, solved inaccurate, iteration or time limit reached.
-_USABLE = tuple(
-    int(getattr(osqp.SolverStatus, name))
-    for name in ("OSQP_SOLVED", "OSQP_SOLVED_INACCURATE", "OSQP_MAX_ITER_REACHED", "OSQP_TIME_LIMIT_REACHED")
-)
+_USABLE_NAMES = ("OSQP_SOLVED", "OSQP_SOLVED_INACCURATE", "OSQP_MAX_ITER_REACHED", "OSQP_TIME_LIMIT_REACHED")
 
 
 @dataclass(frozen=True)
@@ -102,11 +100,9 @@ class VelocityQP:
         pattern |= np.eye(n, dtype=bool)
         if dense_cost:
             pattern[:] = True
-        upper = sp.csc_matrix(np.triu(pattern).astype(float))
-        upper.sort_indices()
-        # (row, col) of every stored entry of P's upper triangle, in OSQP's CSC order.
-        self._p_rows = upper.indices.copy()
-        self._p_cols = np.repeat(np.arange(n), np.diff(upper.indptr))
+        # (row, col) of every stored entry of P's upper triangle, in OSQP's CSC order (column by column,
+        # rows ascending)
+        self._p_cols, self._p_rows = np.nonzero(np.triu(pattern).T)
         self._diag = np.zeros(n)
         self._diagonal = np.arange(n) * (n + 1)  # flat indices of P's diagonal
         self.constraint_matrix = np.asarray(constraint_matrix, dtype=float)
@@ -119,6 +115,17 @@ class VelocityQP:
         self._a_rows, self._a_cols = a_rows, a_cols
         self._a_values = np.vstack((self.constraint_matrix, np.zeros((self.n_dynamic, n))))
         self._n_static = n_static
+        rows = n_static + self.n_dynamic
+        self._dense = ActiveSetQP(n, rows) if self.settings.solver == "daqp" and rows else None
+        self._new_solver()
+
+    def _osqp_problem(self):
+        """``(P, C)`` as OSQP is set up with them: CSC matrices on the fixed patterns (``P``: identity values,
+        ``C``: the constant rows' values, ones on the dynamic rows' pattern)."""
+        import scipy.sparse as sp
+
+        n, n_static = self.n, self._n_static
+        a_rows, a_cols = self._a_rows, self._a_cols
         c = sp.csc_matrix(
             (
                 np.where(a_rows < n_static, self._a_values[a_rows, a_cols], 1.0),
@@ -128,17 +135,36 @@ class VelocityQP:
             shape=(n_static + self.n_dynamic, n),
         )
         p_matrix = sp.csc_matrix(
-            ((self._p_rows == self._p_cols).astype(float), upper.indices, upper.indptr), shape=(n, n)
+            (
+                (self._p_rows == self._p_cols).astype(float),
+                self._p_rows,
+                np.searchsorted(self._p_cols, np.arange(n + 1)),
+            ),
+            shape=(n, n),
         )
-        self._problem = (p_matrix, c)  # what OSQP is set up with (_new_solver)
-        rows = n_static + self.n_dynamic
-        self._dense = ActiveSetQP(n, rows) if self.settings.solver == "daqp" and rows else None
-        self._new_solver()
+        return p_matrix, c
 
     def _new_solver(self) -> None:
-        """OSQP set up on the problem's pattern, with nothing carried from any solve (its adaptive ``rho``,
-        its factorization, a warm start)."""
-        p_matrix, c = self._problem
+        """As set up: nothing carried from any solve; OSQP (made by :meth:`_osqp_solver` when first needed)
+        fresh, without its adaptive ``rho``, its factorization or a warm start."""
+        self._solver = None
+        self._native = None
+        self._last_exact: np.ndarray | None = None  # the last solve's x from the shortcut or DAQP
+        self._task: tuple[np.ndarray, np.ndarray] | None = None  # the last solve's task (P, q), for resolve
+        self._a_values[self._n_static :] = 0.0  # the dynamic rows as set up
+        self._used = False
+        # the Cholesky shortcut is tried while the last solve had no row on a bound: on real captures a
+        # bound that is active stays so (the main QP of CMU 131_02 on G1: 26 of 1365 solves had none
+        # active), and a failed try cost a factorisation and a check of every row for nothing
+        self._free_last = True
+
+    def _osqp_solver(self):
+        """OSQP set up on the problem's pattern (made once after each :meth:`_new_solver`)."""
+        if self._solver is not None:
+            return self._solver
+        import osqp
+
+        p_matrix, c = self._osqp_problem()
         self._solver = osqp.OSQP()
         self._solver.setup(
             p_matrix,
@@ -157,17 +183,11 @@ class VelocityQP:
         # osqp's Python wrapper rebuilds a namespace of every info field on each solve (tens of
         # microseconds at our sizes); call the extension solver it wraps when this osqp version exposes it.
         native = getattr(self._solver, "_solver", None)
-        self._last_exact: np.ndarray | None = None  # the last solve's x from the shortcut or DAQP
-        self._task: tuple[np.ndarray, np.ndarray] | None = None  # the last solve's task (P, q), for resolve
         self._native = (
             native if all(hasattr(native, a) for a in ("update_data_vec", "update_data_mat")) else None
         )
-        self._a_values[self._n_static :] = 0.0  # the dynamic rows as set up
-        self._used = False
-        # the Cholesky shortcut is tried while the last solve had no row on a bound: on real captures a
-        # bound that is active stays so (the main QP of CMU 131_02 on G1: 26 of 1365 solves had none
-        # active), and a failed try cost a factorisation and a check of every row for nothing
-        self._free_last = True
+        self._usable = tuple(int(getattr(osqp.SolverStatus, name)) for name in _USABLE_NAMES)
+        return self._solver
 
     def restart(self) -> None:
         """As just constructed (after a restart of the problem, e.g. ``DynamicalIK.reset``): a new OSQP,
@@ -288,9 +308,10 @@ class VelocityQP:
     def _osqp(self, hessian, gradient, lower, upper) -> QPSolution:
         """OSQP on the QP (its dynamic rows written into ``_a_values``), warm-started from the last solution
         (OSQP's own, or the shortcut's or DAQP's when a later solve took one of those)."""
+        solver = self._osqp_solver()
         native = self._native
         if self._last_exact is not None:
-            self._solver.warm_start(x=self._last_exact)
+            solver.warm_start(x=self._last_exact)
             self._last_exact = None
         if native is not None:
             native.update_data_vec(
@@ -301,16 +322,16 @@ class VelocityQP:
             native.solve()
             info, x = native.info, native.solution.x
         else:
-            self._solver.update(
+            solver.update(
                 Px=hessian[self._p_rows, self._p_cols],
                 q=gradient,
                 l=np.maximum(lower, -UNBOUNDED),
                 u=np.minimum(upper, UNBOUNDED),
                 **({"Ax": self._a_values[self._a_rows, self._a_cols]} if self.n_dynamic else {}),
             )
-            result = self._solver.solve(raise_error=False)
+            result = solver.solve(raise_error=False)
             info, x = result.info, result.x
-        solved = info.status_val in _USABLE and bool(np.all(np.isfinite(x)))
+        solved = info.status_val in self._usable and bool(np.all(np.isfinite(x)))
         return QPSolution(
             self._full(np.array(x)) if solved else np.zeros(self.n_full),
             str(info.status),
@@ -341,4 +362,5 @@ class VelocityQP:
     def reset_warm_start(self) -> None:
         """Forget the previous solution (after a jump in the state; DAQP starts every solve cold)."""
         rows = self.constraint_matrix.shape[0] + self.n_dynamic
-        self._solver.warm_start(x=np.zeros(self.n), y=np.zeros(rows))
+        if self._solver is not None:  # (a fresh OSQP starts from zeros)
+            self._solver.warm_start(x=np.zeros(self.n), y=np.zeros(rows))

@@ -35,9 +35,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import osqp
 import pinocchio as pin
-from scipy import sparse
 
 LEG_STRETCH = 0.97  # the hip at most this share of the leg's straight length from its foot (a knee left bent)
 MAX_SHIFT = 0.15  # m: largest horizontal pelvis shift
@@ -82,6 +80,9 @@ def required_shift(
     horizontal = np.linalg.norm(offsets[:, :2], axis=1)
     reach = (LEG_STRETCH * legs) ** 2 - horizontal**2
     h_max = max(0.0, float(np.min(np.sqrt(np.maximum(reach, 0.0)) - zs)))
+    import osqp  # (here: pelvis_reach is opt-in, and OSQP with scipy.sparse costs ~0.3 s to import)
+    from scipy import sparse
+
     # x = (a, h, s_1 .. s_n); rows: 2 per foot (upper and lower bound), then the variable bounds
     m = 2 + n
     p = sparse.diags(np.concatenate(([_EPS] * 2, np.ones(n))), format="csc")
