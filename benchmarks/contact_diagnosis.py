@@ -133,7 +133,7 @@ def diagnose(path: Path, robot: str, extra: list[str]) -> list[str]:
             flat = a + int(np.searchsorted(times[a:b], times[a] + blend - 1e-9))
             if flat >= b:
                 continue
-            level = ~toe[flat:b, f]  # the toe class's samples are not meant level (retarget/scaling.py)
+            level = ~toe[flat:b, f]  # the toe class's samples are not meant level (retarget/foot_contact.py)
             if not level.any():
                 continue
             first = flat + int(np.argmax(level))

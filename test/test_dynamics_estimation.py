@@ -160,9 +160,9 @@ def test_kinematic_contact_shared_rule():
     # in at 2 cm, held at 5 cm (< height_off 6 cm), out at 7 cm, not in at 0.6 m/s, in at 0.3 m/s
     flags = contact_sequence(heights, speeds, spec)[:, 0]
     assert flags.tolist() == [False, True, True, False, False, True]
-    from dynik_ros.retarget import scaling
+    from dynik_ros.retarget import foot_contact
 
-    assert scaling.next_contact is contact_sequence.__globals__["next_contact"]  # one rule, not a copy
+    assert foot_contact.next_contact is contact_sequence.__globals__["next_contact"]  # one rule, not a copy
 
 
 def test_kinematic_classifier_on_a_standing_and_a_lifted_foot():

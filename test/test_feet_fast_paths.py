@@ -1,4 +1,4 @@
-"""The contact rules' per-sample shortcuts (retarget/scaling.py, issue 9's speed target) compute what the
+"""The contact rules' per-sample shortcuts (retarget/foot_contact.py, issue 9's speed target) compute what the
 plain numpy formulas compute, bit for bit (signs of zeros, infinities and NaN included): they run for every
 foot at every sample of a take, twice offline (``Retargeter.compute`` and the ``anchor: robot`` replay)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dynik_ros.retarget.scaling import _blended_rate, _held, _nearest
+from dynik_ros.retarget.foot_contact import _blended_rate, _held, _nearest
 
 
 def _same_bits(a, b) -> bool:

@@ -1,8 +1,8 @@
 """Held soles stand on the floor (issue 9, "on the ground") and level: ``contact.held_gain`` and
 ``contact.held_tilt_gain`` (retarget/held_gain.py, ``Measurements.min_gain`` in the core) and the level
-blend's ``contact.blend_shape`` (retarget/scaling.py). Ground truth: the planted synthetic walk, whose feet
-are exactly on the floor, a straddle landing beyond the ankle roll's reach, and forward kinematics and finite
-differences of the written trajectory; the IK step against an IK with those gains configured."""
+blend's ``contact.blend_shape`` (retarget/foot_contact.py). Ground truth: the planted synthetic walk, whose
+feet are exactly on the floor, a straddle landing beyond the ankle roll's reach, and forward kinematics and
+finite differences of the written trajectory; the IK step against an IK with those gains configured."""
 
 from __future__ import annotations
 

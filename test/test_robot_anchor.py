@@ -187,7 +187,7 @@ def test_a_stream_remembers_the_last_moved_holds_and_an_offline_take_every_one(m
     from dynik_ros.core.robot_model import RobotModel
     from dynik_ros.models.assets import urdf_path
     from dynik_ros.motion.synthetic import synthesize
-    from dynik_ros.retarget import scaling
+    from dynik_ros.retarget import foot_contact
 
     rt = _slow_g1("robot")
     rate, laps = 30.0, 7
@@ -202,11 +202,11 @@ def test_a_stream_remembers_the_last_moved_holds_and_an_offline_take_every_one(m
             now = rt.last_contacts >= 0
             landings += int(np.sum(now & ~previous))
             previous, k = now, k + 1
-    assert landings > scaling.RECENT_REANCHORS + 20, landings
-    assert len(rt.contact.reanchors) == scaling.RECENT_REANCHORS
+    assert landings > foot_contact.RECENT_REANCHORS + 20, landings
+    assert len(rt.contact.reanchors) == foot_contact.RECENT_REANCHORS
     assert rt.contact.reanchors[-1][1] > (k - 1) / rate - 1.2  # the newest are the ones kept
 
-    monkeypatch.setattr(scaling.FootContact, "reanchor_log", 1)  # a stream that keeps only the last one
+    monkeypatch.setattr(foot_contact.FootContact, "reanchor_log", 1)  # a stream that keeps only the last one
     _, _, _, _, result = _offline("robot")
     assert len(result.anchor_shifts) >= 2  # the take's every contact, both feet
 

@@ -304,13 +304,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--blend-shape",
         choices=("smooth", "linear"),
         help="how the sole turns level after touch-down: smoothstep, no rate left at the end (smooth, the "
-        "maps' default), or at a constant rate (linear) (retarget/scaling.py)",
+        "maps' default), or at a constant rate (linear) (retarget/foot_contact.py)",
     )
     parser.add_argument(
         "--toe",
         choices=("pitch", "flat"),
         help="a contact with the human heel up: the sole kept level, the ankle taking the pitch up (the "
-        "maps' default), or pitched about its toe line (retarget/scaling.py)",
+        "maps' default), or pitched about its toe line (retarget/foot_contact.py)",
     )
     parser.add_argument(
         "--integration",

@@ -1,6 +1,6 @@
 """Foot contact from kinematics alone: sole height above the ground and horizontal speed, with hysteresis.
 
-One rule for the whole package: the retargeter's :class:`~dynik_ros.retarget.scaling.FootContact` and the
+One rule for the whole package: the retargeter's :class:`~dynik_ros.retarget.foot_contact.FootContact` and the
 dynamics estimator's fallback when no force/torque shoes are present both call these functions.
 
 A foot goes into contact when its sole is lower than ``height_on`` above the ground *and* it moves slower

@@ -7,7 +7,8 @@ targets. One YAML file per robot (``config/<robot>.yaml``) holds the map; see :m
 * :mod:`.registry` -- robots from ``example-robot-data`` or any URDF: :func:`available_robots`,
   :func:`load_robot`.
 * :mod:`.calibration` -- rotation offsets, scale ratios and world yaw alignment.
-* :mod:`.scaling` -- position scaling and foot contact (no floating, no sliding).
+* :mod:`.scaling` -- position scaling.
+* :mod:`.foot_contact` -- the feet's contact rules (no floating, no sliding, level soles).
 * :mod:`.retargeter` -- :class:`Retargeter`, the object the ik node and ``dynik-retarget`` use.
 """
 

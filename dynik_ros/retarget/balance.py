@@ -4,7 +4,7 @@
 The seed's walker (Schumacher et al. 2021, sec. V-4): "in the single-support phase of the gait, we ask for
 the CoM to lie within the support of that foot, and in the dual-support phase we ask the CoM to move along
 a line connecting the two feet". Offline, the whole contact sequence of the retargeter's foot-contact
-detection (:class:`~dynik_ros.retarget.scaling.FootContact`) is known, so:
+detection (:class:`~dynik_ros.retarget.foot_contact.FootContact`) is known, so:
 
 * the **support** of sample ``k`` is the feet in contact from ``k`` to ``k + lookahead``: a foot about to
   lift no longer counts, so the CoM is over the stance foot before lift-off (when no foot stays, the feet

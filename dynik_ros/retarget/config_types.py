@@ -87,14 +87,14 @@ class ContactSpec:
     when the human foot's heading has turned that far about the vertical since then (a pivot on the heel
     or the ball of the foot); 0 switches it off. ``heel_off`` (m, human size; default 0.005, 0 switches it
     off; only with ``toe: flat``): a contact also ends when the human heel has risen that much more above
-    its lowest in the contact than the toe did (toe-off, :mod:`dynik_ros.retarget.scaling`); by
+    its lowest in the contact than the toe did (toe-off, :mod:`dynik_ros.retarget.foot_contact`); by
     ``heel_off_noise`` (default 4, 0 switches it off) times the noise of the heel-over-toe height more than
     that, the noise measured on the stream itself (:mod:`dynik_ros.retarget.heel_noise`).
 
     ``toe``: ``flat`` (the default: every contact levels the sole; the ankle takes the human's heel-up pitch)
     or ``pitch`` (while the human heel is up, from ``toe_angle / 3`` and fully from ``toe_angle`` deg, the
     robot's toe line stays on the ground, level across, and the sole pitches about it like the human's):
-    :mod:`dynik_ros.retarget.scaling`.
+    :mod:`dynik_ros.retarget.foot_contact`.
 
     ``stance``: ``weighted`` (the feet's targets are weighted rows like every other) or ``hard`` (while in
     contact a foot's targets are rows of the QP it must meet: :mod:`dynik_ros.core.stance_rows`).
@@ -122,7 +122,7 @@ class ContactSpec:
     world z of its position target) is at least this, and ``held_tilt_gain`` (1/s; 0: off) on its tilt (the
     world x and y of its orientation target; :mod:`dynik_ros.retarget.held_gain`). ``blend_shape``:
     how the level blend rises after touch-down, ``smooth`` or ``linear``
-    (:mod:`dynik_ros.retarget.scaling`)."""
+    (:mod:`dynik_ros.retarget.foot_contact`)."""
 
     enabled: bool = True
     height_on: float = 0.03

@@ -16,10 +16,10 @@ Per foot, from the robot configurations actually written (not the targets):
   :mod:`dynik_ros.io.skeleton_tpose`);
 * slide: horizontal drift of the sole's centre from where it was when the phase turned flat, largest per
   phase, then mean and max over the phases, and the times of the phase with the largest (where to look);
-* on the toes (``toe``: the retargeter's toe class, :mod:`.scaling`): those samples are not part of the flat
-  parts (a flat part resumes, and its slide restarts, where they end) and get figures of their own: the toe
-  point's horizontal drift per run (slide), the sole's roll (angle of its lateral axis to the floor: the toe
-  line level across), their share of the contact; penetration counts every sample as before. Without
+* on the toes (``toe``: the retargeter's toe class, :mod:`.foot_contact`): those samples are not part of the
+  flat parts (a flat part resumes, and its slide restarts, where they end) and get figures of their own: the
+  toe point's horizontal drift per run (slide), the sole's roll (angle of its lateral axis to the floor: the
+  toe line level across), their share of the contact; penetration counts every sample as before. Without
   ``toe`` every contact sample after the blend is flat (the figures before the toe class).
 
 The foot frame's z is taken as the sole normal (true for the registry robots' ankle-roll frames). ROS-free.
@@ -76,7 +76,7 @@ class FootFigures:
 
 def toe_flags(retargeter: object, result: object) -> np.ndarray:
     """``(N, n_feet)`` booleans: the samples of ``result`` (a ``RetargetResult``) whose foot was on its toes,
-    the toe class of the retargeter's last ``compute`` (:mod:`.scaling`); all False if that computed
+    the toe class of the retargeter's last ``compute`` (:mod:`.foot_contact`); all False if that computed
     another take (a different shape)."""
     toe = getattr(getattr(retargeter, "contact", None), "toe", None)
     contacts = np.asarray(result.contacts)

@@ -1,7 +1,7 @@
 """Measurement noise of the human heel-over-toe height, estimated on the stream itself (toe-off rule).
 
-The toe-off rule (``contact.heel_off``, :mod:`dynik_ros.retarget.scaling`) ends a contact when the heel rose
-``heel_off`` more than the toe above their lowest in that contact, i.e. when ``d = z_heel - z_toe`` rose
+The toe-off rule (``contact.heel_off``, :mod:`dynik_ros.retarget.foot_contact`) ends a contact when the heel
+rose ``heel_off`` more than the toe above their lowest in that contact, i.e. when ``d = z_heel - z_toe`` rose
 about ``heel_off`` above its level. White noise of std ``sigma`` on each link's position puts noise of std
 ``s = sigma sqrt(2)`` on ``d``, and a fixed 5 mm is crossed by it many times a second from ``sigma`` = 2 mm.
 

@@ -2,8 +2,8 @@
 higher gains on its height and its tilt.
 
 A held foot's position target is on the ground from the sample its contact starts (the anchor,
-:mod:`.scaling`), while the robot foot is where it was tracking the human's: at touch-down the human sole is
-still up to ``contact.height_on`` (3 cm) above its standing height, so the target steps down, and a
+:mod:`.foot_contact`), while the robot foot is where it was tracking the human's: at touch-down the human sole
+is still up to ``contact.height_on`` (3 cm) above its standing height, so the target steps down, and a
 heel-striking foot lags its turning level target by a few tenths of a degree. The IK closes such a gap at
 the residual's rate only, ``v* = v + K e`` (eq. 9) with the maps' ``K = 10 /s``: 63 % of it in 0.1 s, the
 blend time, while a walk's contact lasts 0.3-0.6 s. On the capture table held soles stood up to 16 mm above

@@ -3,7 +3,7 @@
 :meth:`Retargeter.run <dynik_ros.retarget.retargeter.Retargeter.run>` reaches a sample further than
 ``max_step`` from the previous one in ``m = ceil(dt / max_step)`` equal IK steps towards targets interpolated
 between the two samples' *robot* targets. The robot targets of a foot are not an interpolable signal,
-though: the contact rules (:class:`~dynik_ros.retarget.scaling.FootContact`) level a sole over
+though: the contact rules (:class:`~dynik_ros.retarget.foot_contact.FootContact`) level a sole over
 ``blend_time`` (0.1 s) after touch-down and fade a release over ``release_time``, and at 10 Hz a blend is a
 single sample interval: the target turns from the human's heel-up pitch (13-30 deg on the synthetic walk) to
 level between two samples with no feed-forward (the level weight is 0 at one sample and 1 at the next, its
@@ -93,7 +93,7 @@ def on_ik_steps(
 def at_samples(result, index: np.ndarray | None, contact=None):
     """A :class:`~dynik_ros.retarget.retargeter.RetargetResult` of the step grid cut back to the samples
     (every per-step array indexed by ``index``), and the per-step flags of ``contact`` (a
-    :class:`~dynik_ros.retarget.scaling.FootContact`: ``flat``, ``toe``) with it; ``result`` itself when
+    :class:`~dynik_ros.retarget.foot_contact.FootContact`: ``flat``, ``toe``) with it; ``result`` itself when
     ``index`` is ``None``."""
     if index is None:
         return result

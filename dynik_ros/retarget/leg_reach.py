@@ -8,7 +8,7 @@ they do not change the sole's roll: the sole is level only if the ankle-roll joi
 feet land 220-290 mm outside G1's hips, a 22-28 deg lean against its +-15 deg ankle roll: the sole rolled
 6-10 deg while counted flat).
 
-The contact rules (``contact.reach``, :mod:`dynik_ros.retarget.scaling`) use :func:`reach_shift` at
+The contact rules (``contact.reach``, :mod:`dynik_ros.retarget.foot_contact`) use :func:`reach_shift` at
 touch-down: the held foot is moved across the heading, towards the hip, until ``|y| <= z tan(phi_max)``
 (the shift blended in over ``blend_time``, as the sole turns level, and out with the hold after lift-off);
 nothing moves when the lean is within the bounds. The leg's orientation targets between hip and foot (thigh,

@@ -18,7 +18,7 @@ within the stance foot in single support, on the line to the next foot in betwee
 
 The feed-forward is the target's finite difference within a phase (zero at a phase change), and the support
 rows of the core use the feet in contact now. The contact state comes from the retargeter's kinematic foot
-contact (:class:`~dynik_ros.retarget.scaling.FootContact`) or from outside (``dynamics_node``'s
+contact (:class:`~dynik_ros.retarget.foot_contact.FootContact`) or from outside (``dynamics_node``'s
 ``/human/contact_state``: ``none``, ``left``, ``right``, ``double``; :func:`contacts_from_state`).
 """
 

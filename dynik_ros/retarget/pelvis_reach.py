@@ -182,7 +182,7 @@ class PelvisReach:
     ) -> PelvisReach | None:
         """The rule for a robot map ``config`` with ``contact.pelvis_reach`` on (``None`` otherwise, or when
         the root has no position target or no foot a lean bound): ``bounds`` per foot
-        (:attr:`.scaling.FootContact.lean_bounds`), ``leg_rows`` per foot its leg's orientation rows
+        (:attr:`.foot_contact.FootContact.lean_bounds`), ``leg_rows`` per foot its leg's orientation rows
         (:func:`.leg_reach.leg_orientation_rows`), ``frames`` the orientation targets' frames; lengths from
         the hip (the foot target's anchor), the knee (the joint of the leg's lowest orientation target) and
         the foot frame at ``q`` (the straight-legged calibration pose)."""

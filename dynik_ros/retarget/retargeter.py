@@ -33,6 +33,7 @@ from dynik_ros.core.targets import (
     plainly_valid_all,
 )
 from dynik_ros.retarget.calibration import Calibration, calibrate, check_calibration, yaw_alignment
+from dynik_ros.retarget.foot_contact import FootContact
 from dynik_ros.retarget.held_gain import held_min_gains
 from dynik_ros.retarget.hinge_alignment import HingeAlignment, find_hinge
 from dynik_ros.retarget.ik_steps import at_samples, between, on_ik_steps
@@ -40,7 +41,7 @@ from dynik_ros.retarget.leg_reach import ankle_roll_lean, leg_orientation_rows, 
 from dynik_ros.retarget.pelvis_reach import PelvisReach
 from dynik_ros.retarget.registry import RobotSpec, load_robot
 from dynik_ros.retarget.robot_anchor import RobotAnchoredFeet, robot_sole_reader
-from dynik_ros.retarget.scaling import FootContact, PositionScaling
+from dynik_ros.retarget.scaling import PositionScaling
 from dynik_ros.retarget.stream_input import Pose, StreamInput
 from dynik_ros.retarget.swing_weight import swing_factors
 from dynik_ros.retarget.trajectory_errors import TrajectoryErrors, trajectory_errors

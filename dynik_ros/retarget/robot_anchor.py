@@ -1,10 +1,10 @@
 """Held feet anchored where the robot's own soles are (``contact.anchor: robot``, issue 9).
 
 The feet's targets are computed from the human alone, ahead of the IK (:meth:`Retargeter.compute`,
-:class:`~dynik_ros.retarget.scaling.FootContact`): a contact holds the foot where the human-derived target
-landed. A robot leg that lags (a joint at its velocity limit, a roll at its position limit) puts its sole
-down late and elsewhere, and the stance rows (``v* = v_ref + K e``, weighted or hard) then pull the standing
-foot onto that footprint during the contact: a slide, and overshooting it, depth.
+:class:`~dynik_ros.retarget.foot_contact.FootContact`): a contact holds the foot where the human-derived
+target landed. A robot leg that lags (a joint at its velocity limit, a roll at its position limit) puts its
+sole down late and elsewhere, and the stance rows (``v* = v_ref + K e``, weighted or hard) then pull the
+standing foot onto that footprint during the contact: a slide, and overshooting it, depth.
 
 With ``anchor: robot`` the hold is moved, once per contact, at the sample its sole turns flat (``blend_time``
 after touch-down, when :attr:`FootContact.flat` starts and the slide is counted): the held sole point
@@ -38,7 +38,7 @@ import numpy as np
 import pinocchio as pin
 
 from dynik_ros.core.targets import Measurements, plainly_valid_rows
-from dynik_ros.retarget.scaling import FootContact
+from dynik_ros.retarget.foot_contact import FootContact
 
 
 def robot_sole_reader(robot, frames, q: np.ndarray, data: pin.Data | None = None):
