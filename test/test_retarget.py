@@ -476,7 +476,7 @@ def test_contact_targets_are_held_on_the_ground():
 # ---------------------------------------------------------------------------- sparse samples
 def test_between_interpolates_positions_linearly_and_rotations_along_the_geodesic():
     from dynik_ros.core.targets import Measurements
-    from dynik_ros.retarget.retargeter import between
+    from dynik_ros.retarget.ik_steps import between
 
     a = Measurements(np.zeros((1, 3)), np.eye(3)[None], np.zeros((1, 3)), np.zeros((1, 3)))
     b = Measurements(

@@ -342,7 +342,7 @@ def test_an_offline_run_validates_the_take_at_once_and_the_replayed_feet_rows_as
     for bit. A non-finite row out of the replay still stops the run with the step's error."""
     from dynik_ros.core.dynamical_ik import DynamicalIK
     from dynik_ros.core.targets import InvalidMeasurementError
-    from dynik_ros.retarget import retargeter
+    from dynik_ros.retarget import offline_run
 
     rt, motion, measurements, flags = _cmu_excerpt_on_g1()
     plain_step = DynamicalIK.step
@@ -358,7 +358,7 @@ def test_an_offline_run_validates_the_take_at_once_and_the_replayed_feet_rows_as
     assert len(told) == len(motion.times) and all(told)
     assert len(fast.anchor_shifts) >= 3  # the replay replaced the feet's rows
     told.clear()
-    monkeypatch.setattr(retargeter, "plainly_valid_all", lambda *args: False)
+    monkeypatch.setattr(offline_run, "plainly_valid_all", lambda *args: False)
     slow = rt.run(motion.times, measurements, settle=0.0, evaluate=False, contacts=flags)
     assert len(told) == len(motion.times) and not any(told)
     np.testing.assert_array_equal(fast.q, slow.q)

@@ -9,7 +9,8 @@ targets. One YAML file per robot (``config/<robot>.yaml``) holds the map; see :m
 * :mod:`.calibration` -- rotation offsets, scale ratios and world yaw alignment.
 * :mod:`.scaling` -- position scaling.
 * :mod:`.foot_contact` -- the feet's contact rules (no floating, no sliding, level soles).
-* :mod:`.retargeter` -- :class:`Retargeter`, the object the ik node and ``dynik-retarget`` use.
+* :mod:`.retargeter` -- :class:`Retargeter`, the object the ik node and ``dynik-retarget`` use;
+  :mod:`.offline_run` its run over a whole take.
 """
 
 from __future__ import annotations

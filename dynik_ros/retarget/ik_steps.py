@@ -91,7 +91,7 @@ def on_ik_steps(
 
 
 def at_samples(result, index: np.ndarray | None, contact=None):
-    """A :class:`~dynik_ros.retarget.retargeter.RetargetResult` of the step grid cut back to the samples
+    """A :class:`~dynik_ros.retarget.offline_run.RetargetResult` of the step grid cut back to the samples
     (every per-step array indexed by ``index``), and the per-step flags of ``contact`` (a
     :class:`~dynik_ros.retarget.foot_contact.FootContact`: ``flat``, ``toe``) with it; ``result`` itself when
     ``index`` is ``None``."""
