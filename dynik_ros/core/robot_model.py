@@ -337,9 +337,12 @@ class RobotModel:
         quat = quaternion_from_rotation(base_rotation)
         return np.concatenate((base_position, quat, joints))
 
-    def frame_pose(self, q: np.ndarray, frame: str) -> tuple[np.ndarray, np.ndarray]:
-        """World position and rotation of ``frame`` at configuration ``q`` (for tests and tools)."""
-        data = self.model.createData()
+    def frame_pose(
+        self, q: np.ndarray, frame: str, data: pin.Data | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """World position and rotation of ``frame`` at configuration ``q``; ``data``: a ``pin.Data`` of the
+        model to compute in (``createData`` costs most of a call), else a new one."""
+        data = self.model.createData() if data is None else data
         fid = self.frame_id(frame)
         pin.framesForwardKinematics(self.model, data, q)
         pose = data.oMf[fid]

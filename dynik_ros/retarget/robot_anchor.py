@@ -45,15 +45,7 @@ def robot_sole_reader(robot, frames, q: np.ndarray, data: pin.Data | None = None
     """``f -> (position, rotation)`` of the robot's foot frame ``frames[f]`` at configuration ``q``
     (``robot.frame_pose``); ``data``: a ``pin.Data`` of ``robot.model`` the reader computes in, instead of
     a new one per read (``createData`` costs most of a read; the kinematics are computed anew each read)."""
-    if data is None:
-        return lambda f: robot.frame_pose(q, frames[f])
-
-    def read(f: int) -> tuple[np.ndarray, np.ndarray]:
-        pin.framesForwardKinematics(robot.model, data, q)
-        pose = data.oMf[robot.frame_id(frames[f])]
-        return pose.translation.copy(), pose.rotation.copy()
-
-    return read
+    return lambda f: robot.frame_pose(q, frames[f], data)
 
 
 class RobotAnchoredFeet:
