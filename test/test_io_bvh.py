@@ -17,6 +17,7 @@ from dynik_ros.io.bvh import (
     forward_kinematics,
     parse_bvh,
     read_bvh,
+    segment_rotations,
     smoothed_twists,
     write_bvh,
 )
@@ -289,3 +290,25 @@ def test_a_rest_pose_lying_down_takes_the_first_frame_as_reference(tmp_path):
     trunk = [XSENS_SEGMENTS.index(s) for s in ("Pelvis", "T8")]
     err = _angle_deg(motion.rotations[:, legs + trunk], truth_r[:, legs + trunk])
     assert err.max() <= 10.0, err.max(axis=0)
+
+
+@pytest.mark.parametrize("frames", [1, 7, 3001])
+def test_the_segment_frames_are_einsums_products_bit_for_bit(frames):
+    """``segment_rotations`` (read_bvh's ``W(t) W(ref)^T A`` of every segment at every frame, issue 9's speed
+    target) gives ``np.einsum("nlij,lkj,lkm->nlim")``'s values bit for bit: rotations, arbitrary matrices of
+    every scale, exact zeros of both signs (a sum of -0 terms is +0 in einsum)."""
+    rng = np.random.default_rng(frames)
+    n_links = 23
+    world = Rotation.random(frames * n_links, random_state=frames).as_matrix().reshape(frames, n_links, 3, 3)
+    world[:, :3] = rng.normal(size=(frames, 3, 3, 3)) * rng.choice([1e-8, 1.0, 1e8], size=(frames, 3, 1, 1))
+    world[:, 3, :, 0] = -0.0
+    world[:, 4] = np.where(rng.random((frames, 3, 3)) < 0.5, -0.0, 0.0)
+    reference = Rotation.random(n_links, random_state=1).as_matrix()
+    align = Rotation.random(n_links, random_state=2).as_matrix()
+    reference[5], align[6] = np.eye(3), -np.eye(3)
+    reference[4, 1, :] = -0.0
+    expected = np.einsum("nlij,lkj,lkm->nlim", world, reference, align)
+    got = segment_rotations(world, reference, align)
+    assert got.shape == expected.shape and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, expected)
+    assert np.array_equal(np.signbit(got), np.signbit(expected))
