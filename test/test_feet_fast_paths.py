@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dynik_ros.retarget.foot_contact import _blended_rate, _held, _nearest
+from dynik_ros.retarget.contact_floats import blended_rate, dot, faded, held, nearest
+from dynik_ros.retarget.foot_contact import _Rules
 
 
 def _same_bits(a, b) -> bool:
@@ -37,7 +38,7 @@ def _scalars(rng: np.random.Generator, count: int) -> np.ndarray:
 
 
 def test_the_blended_rate_in_floats_is_the_numpy_formula():
-    """``_blended_rate`` = ``(1 - alpha) omega + rate_alpha along + alpha level_rate`` on numpy 3-vectors."""
+    """``blended_rate`` = ``(1 - alpha) omega + rate_alpha along + alpha level_rate`` on numpy 3-vectors."""
     rng = np.random.default_rng(1)
     omega, along, level = _vectors(rng, 4000), _vectors(rng, 4000), _vectors(rng, 4000)
     level[rng.random(4000) < 0.5] = 0.0  # flat contacts: no level rate
@@ -45,14 +46,14 @@ def test_the_blended_rate_in_floats_is_the_numpy_formula():
     with np.errstate(all="ignore"):
         for k in range(4000):
             expected = (1.0 - alpha[k]) * omega[k] + rate[k] * along[k] + alpha[k] * level[k]
-            got = _blended_rate(
+            got = blended_rate(
                 omega[k].tolist(), along[k].tolist(), level[k].tolist(), float(alpha[k]), float(rate[k])
             )
             assert _same_bits(got, expected), (k, got, expected)
 
 
 def test_the_held_target_and_rate_in_floats_are_the_numpy_formulas():
-    """``_held`` = ``anchor - lever - (1 - beta) reach`` and ``-(omega x lever) + (reach / blend if beta < 1
+    """``held`` = ``anchor - lever - (1 - beta) reach`` and ``-(omega x lever) + (reach / blend if beta < 1
     else 0)`` on numpy 3-vectors (``np.cross``), beta before, at and past the end of the blend."""
     rng = np.random.default_rng(2)
     n = 4000
@@ -64,18 +65,18 @@ def test_the_held_target_and_rate_in_floats_are_the_numpy_formulas():
         for k in range(n):
             target = anchor[k] - lever[k] - (1.0 - beta[k]) * reach[k]
             rate = -np.cross(omega[k], lever[k]) + (reach[k] / blend[k] if beta[k] < 1.0 else 0.0)
-            got_target, got_rate = _held(
+            got_target, got_rate = held(
                 anchor[k], lever[k], reach[k], omega[k], float(beta[k]), float(blend[k])
             )
             assert _same_bits(got_target, target), (k, got_target, target)
-            # np.cross's own order of operations on a pair: what _cross_values repeats (finite values; with
+            # np.cross's own order of operations on a pair: what cross_values repeats (finite values; with
             # inf / NaN np.cross computes the same products, only its temporaries differ)
             if np.isfinite(omega[k]).all() and np.isfinite(lever[k]).all():
                 assert _same_bits(got_rate, rate), (k, got_rate, rate)
 
 
 def test_the_nearest_foot_link_in_floats_is_the_numpy_norm():
-    """``_nearest`` = ``np.linalg.norm(points - others, axis=1).min()`` on finite 2-D points (a foot's one or
+    """``nearest`` = ``np.linalg.norm(points - others, axis=1).min()`` on finite 2-D points (a foot's one or
     two links and its footprint)."""
     rng = np.random.default_rng(3)
     for k in range(4000):
@@ -85,5 +86,65 @@ def test_the_nearest_foot_link_in_floats_is_the_numpy_norm():
         if k % 5 == 0:
             others = points.copy()  # no slide at all
         expected = float(np.linalg.norm(points - others, axis=1).min())
-        got = _nearest(points.tolist(), others.tolist())
+        got = nearest(points.tolist(), others.tolist())
         assert _same_bits(got, expected), (k, got, expected)
+
+
+def test_the_fading_hold_in_floats_is_the_numpy_formula():
+    """``faded`` = ``target + fade delta`` and ``rate - (fade / tau) delta`` on numpy 3-vectors (a released
+    foot's held offset fading out), fades from 1 to under 1e-4, release times down to the 1e-9 floor."""
+    rng = np.random.default_rng(4)
+    n = 4000
+    target, rate, delta = (_vectors(rng, n) for _ in range(3))
+    fade = np.where(rng.random(n) < 0.2, rng.choice([0.0, 1.0, 1e-5], size=n), rng.random(n))
+    tau = rng.choice([1e-9, 0.15, 0.45], size=n)
+    with np.errstate(all="ignore"):
+        for k in range(n):
+            got_target, got_rate = faded(target[k], rate[k], delta[k], float(fade[k]), float(tau[k]))
+            expected_target = target[k].copy()
+            expected_target += fade[k] * delta[k]
+            expected_rate = rate[k].copy()
+            expected_rate -= (fade[k] / tau[k]) * delta[k]
+            assert _same_bits(got_target, expected_target), (k, got_target, expected_target)
+            assert _same_bits(got_rate, expected_rate), (k, got_rate, expected_rate)
+
+
+def test_the_feet_products_by_dot_are_those_of_matmul():
+    """The contact rules' products by ``np.dot`` (``dot``: the level turn ``R_h^T R_level``, the levelled
+    rotation ``R_h exp(alpha turn)``, its rate ``R turn`` and the sole points ``P R^T``) are ``@``'s bit for
+    bit: the same BLAS products without matmul's dispatch."""
+    rng = np.random.default_rng(5)
+    for k in range(3000):
+        a, b = (np.linalg.qr(rng.normal(size=(3, 3)))[0] for _ in range(2))
+        if k % 3 == 0:
+            a, b = a * rng.choice([1e-6, 1e6]), rng.normal(size=(3, 3))
+        v = rng.normal(size=3) * rng.choice([1e-9, 1.0, 1e9])
+        sole = rng.normal(size=(int(rng.integers(1, 5)), 3)) * 0.1
+        for got, expected in (
+            (dot(a.T, b), a.T @ b),
+            (dot(a, b), a @ b),
+            (dot(a, v), a @ v),
+            (dot(sole, a.T), sole @ a.T),
+        ):
+            assert _same_bits(got, expected), (k, got, expected)
+
+
+def test_the_rules_derived_from_the_spec_follow_a_spec_set_later():
+    """What the rules read of ``contact`` on every call (``_Rules``: blend and release times floored,
+    radians, toe-off only with ``toe: flat``) is derived again whenever ``FootContact.spec`` is set (the
+    maps, ``--time-scale`` and the tests set it after construction): the same as derived from that spec."""
+    from dataclasses import replace
+
+    from dynik_ros.retarget import Retargeter
+
+    contact = Retargeter.from_config("g1").contact
+    assert vars(contact.rules) == vars(_Rules(contact.spec))
+    for changes in (
+        {"blend_time": 0.0, "release_time": 0.45, "pivot_off": 30.0},
+        {"toe": "pitch", "toe_angle": 12.0, "heel_off": 0.01, "drift_off": 0.0, "pivot_off": 0.0},
+    ):
+        spec = replace(contact.spec, **changes)
+        before = vars(contact.rules).copy()
+        contact.spec = spec
+        assert contact.spec is spec
+        assert vars(contact.rules) == vars(_Rules(spec)) != before

@@ -72,6 +72,7 @@ import pinocchio as pin
 from dynik_ros.estimation.kinematic_contact import foot_speeds, next_contact, sole_heights
 from dynik_ros.retarget.calibration import Calibration
 from dynik_ros.retarget.config import ContactSpec, FootSpec
+from dynik_ros.retarget.contact_floats import blended_rate, cross, dot, faded, held, nearest
 from dynik_ros.retarget.heel_noise import HeelToeNoise
 from dynik_ros.retarget.leg_reach import reach_shift
 
@@ -103,62 +104,19 @@ def blend_in(x: float, shape: str) -> tuple[float, float]:
     return smoothstep(x) if shape == "smooth" else (x, 1.0)
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a x b`` of two 3-vectors in float arithmetic, the same operations as ``np.cross`` (which costs
-    about ten times more on a single pair: it is called for every held foot at every sample)."""
-    return np.array(_cross_values(a, b))
+class _Rules:
+    """What :meth:`FootContact.advance` and :meth:`FootContact._decide` read of a :class:`ContactSpec` on
+    every call, for every foot at every sample, derived once per spec (:attr:`FootContact.spec`)."""
 
-
-def _cross_values(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
-    """:func:`_cross` as three floats."""
-    a0, a1, a2 = a.tolist()
-    b0, b1, b2 = b.tolist()
-    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
-
-
-def _blended_rate(
-    omega: Sequence[float],
-    along: Sequence[float],
-    level_rate: Sequence[float],
-    alpha: float,
-    rate_alpha: float,
-) -> tuple[float, float, float]:
-    """A blending foot's angular-velocity target ``(1 - alpha) omega + rate_alpha along + alpha level_rate``
-    (:meth:`FootContact.advance`), per component in floats: numpy's operations on the 3-vectors in the same
-    order, without their per-call cost (``test_feet_fast_paths``)."""
-    keep = 1.0 - alpha
-    return (
-        keep * omega[0] + rate_alpha * along[0] + alpha * level_rate[0],
-        keep * omega[1] + rate_alpha * along[1] + alpha * level_rate[1],
-        keep * omega[2] + rate_alpha * along[2] + alpha * level_rate[2],
-    )
-
-
-def _held(
-    anchor: np.ndarray, lever: np.ndarray, reach: np.ndarray, omega: np.ndarray, beta: float, blend: float
-) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
-    """A held foot's position target ``anchor - lever - (1 - beta) reach`` and its rate ``-(omega x lever)
-    + reach / blend`` (``+ 0`` once blended in, ``beta >= 1``) (:meth:`FootContact.advance`), per component in
-    floats: numpy's operations on the 3-vectors in the same order (``test_feet_fast_paths``)."""
-    a0, a1, a2 = anchor.tolist()
-    p0, p1, p2 = lever.tolist()
-    r0, r1, r2 = reach.tolist()
-    rest = 1.0 - beta
-    target = (a0 - p0 - rest * r0, a1 - p1 - rest * r1, a2 - p2 - rest * r2)
-    c0, c1, c2 = _cross_values(omega, lever)
-    if beta < 1.0:
-        return target, (-c0 + r0 / blend, -c1 + r1 / blend, -c2 + r2 / blend)
-    return target, (-c0 + 0.0, -c1 + 0.0, -c2 + 0.0)
-
-
-def _nearest(points: Sequence[Sequence[float]], others: Sequence[Sequence[float]]) -> float:
-    """``min_i |points[i] - others[i]|`` of 2-D points (the human foot links from their footprint), in
-    floats: ``np.linalg.norm(points - others, axis=1).min()``'s operations (``sqrt(dx dx + dy dy)``) without
-    its per-call cost (finite points: the human links are checked finite, ``Retargeter.compute``)."""
-    return min(
-        math.sqrt((x - x0) * (x - x0) + (y - y0) * (y - y0))
-        for (x, y), (x0, y0) in zip(points, others, strict=True)
-    )
+    def __init__(self, spec: ContactSpec):
+        self.blend = max(spec.blend_time, 1e-9)  # s, the level blend's and the shift into reach's time
+        self.flat_from = spec.blend_time - 1e-9  # s in contact from which the contact is flat
+        self.tau = max(spec.release_time, 1e-9)  # s, the held offset's fade after release
+        self.toes = spec.toe == "pitch" and spec.flatten
+        self.toe_angle = math.radians(spec.toe_angle)
+        self.heel_off = spec.heel_off if spec.toe == "flat" else 0.0  # toe-off only with toe: flat
+        self.pivot_off = math.radians(spec.pivot_off)
+        self.footprint = spec.drift_off > 0.0 or spec.pivot_off > 0.0  # a footprint can be left
 
 
 def _wrap(angle: float) -> float:
@@ -194,6 +152,16 @@ class FootContact:
 
     # how many of the last holds moved onto the robot's sole :attr:`reanchors` keeps (None: all)
     reanchor_log: int | None = RECENT_REANCHORS
+
+    @property
+    def spec(self) -> ContactSpec:
+        """The contact rules' settings; setting them derives :attr:`rules` anew."""
+        return self._spec
+
+    @spec.setter
+    def spec(self, spec: ContactSpec) -> None:
+        self._spec = spec
+        self.rules = _Rules(spec)
 
     def __init__(
         self,
@@ -383,9 +351,8 @@ class FootContact:
         the state only this method writes (besides :attr:`in_contact` and :attr:`contact_at`, which follow
         its answers): the same samples from the same state give the same answers whatever robot the
         targets are replayed with (:mod:`.robot_anchor`)."""
-        spec = self.spec
-        heel_off = spec.heel_off if spec.toe == "flat" else 0.0
-        pivot_off = math.radians(spec.pivot_off)
+        spec, rules = self._spec, self.rules
+        heel_off = rules.heel_off
         t, h, s = human.times[k], human.heights[k][f], human.speeds[k][f]
         now = next_contact(self.in_contact[f], h, s, spec) and t >= self.quiet_until[f]
         heel, toe = human.heels[k][f], human.toes[k][f]
@@ -405,7 +372,7 @@ class FootContact:
             if rise - (toe - self.toe_low[f]) > heel_off + self._noise_margin(f):
                 now = False
                 self.heel_lifted[f] = True
-        if now and self.in_contact[f] and (spec.drift_off > 0.0 or spec.pivot_off > 0.0):
+        if now and self.in_contact[f] and rules.footprint:
             # the human foot left its footprint (where it was once the touch-down blend was over):
             # every point of it slid drift_off, or it turned pivot_off about the vertical; no
             # standing robot foot can follow either (module docstring)
@@ -415,8 +382,8 @@ class FootContact:
             if t - self.contact_at[f] <= spec.blend_time:
                 self.footprint[f] = [list(xy) for xy in here]
                 self.footprint_yaw[f] = yaw
-            elif (spec.drift_off > 0.0 and _nearest(here, self.footprint[f]) > spec.drift_off) or (
-                spec.pivot_off > 0.0 and abs(_wrap(yaw - self.footprint_yaw[f])) > pivot_off
+            elif (spec.drift_off > 0.0 and nearest(here, self.footprint[f]) > spec.drift_off) or (
+                spec.pivot_off > 0.0 and abs(_wrap(yaw - self.footprint_yaw[f])) > rules.pivot_off
             ):
                 now = False
                 self.quiet_until[f] = t + spec.release_time
@@ -450,9 +417,8 @@ class FootContact:
         (module docstring, ``contact.anchor: robot``). ``decided``: whether the foot is in contact at this
         sample, as :meth:`_decide` found it on an earlier pass over the same samples from the same state
         (``flags >= 0`` of :meth:`apply`; :mod:`.robot_anchor`'s replay), which then is not run again."""
-        spec = self.spec
-        blend = max(spec.blend_time, 1e-9)
-        toes = spec.toe == "pitch" and spec.flatten
+        spec, rules = self._spec, self.rules
+        blend = rules.blend
         sole = self.soles[f]
         t = human.times[k]
         now = self._decide(f, k, human, rotations) if decided is None else decided
@@ -471,17 +437,19 @@ class FootContact:
             self.landing_yaw[f] = math.atan2(heading[1], heading[0])
             delta = self.release_delta[f]
             if delta is not None:  # landing again while the last release still fades
-                target += delta * math.exp(-(t - self.release_at[f]) / max(spec.release_time, 1e-9))
+                target += delta * math.exp(-(t - self.release_at[f]) / rules.tau)
             self.point[f] = -1  # anchored below, at the lowest point of this sample
             self.anchored[f] = False
             self.release_delta[f] = None
+        in_contact = self.in_contact[f]
+        since = t - self.contact_at[f]  # s in this contact (in contact)
         robot = None  # the robot's sole, read once per contact as it turns flat (contact.anchor: robot)
         if (
             robot_sole is not None
             and spec.hold
-            and self.in_contact[f]
+            and in_contact
             and not self.anchored[f]
-            and t - self.contact_at[f] >= spec.blend_time - 1e-9
+            and since >= rules.flat_from
         ):
             self.anchored[f] = True
             robot = robot_sole(f)
@@ -490,11 +458,18 @@ class FootContact:
             turned = _wrap(turn_yaw - self.landing_yaw[f])
             self.landing_yaw[f] = turn_yaw  # the level sole keeps the robot's own heading
         on_toes = 0.0  # s(theta), module docstring: also after lift-off while the level weight fades
-        if toes:
+        if rules.toes:
             heel_up = math.asin(max(-1.0, min(1.0, -float(rotations[f][2, 0]))))
-            on_toes, slope = toe_pitch(heel_up, math.radians(spec.toe_angle))
-            on_toe[f] = self.in_contact[f] and on_toes > 0.0
-        alpha = self._level_weight(f, t)
+            on_toes, slope = toe_pitch(heel_up, rules.toe_angle)
+            on_toe[f] = in_contact and on_toes > 0.0
+        # alpha (_level_weight) and, in contact, the blend's share of blend_time and d(alpha)/dx, once
+        share = min(1.0, since / blend)  # (_blend_share)
+        if not spec.flatten:
+            alpha = 0.0
+        elif in_contact:
+            alpha, rising = blend_in(share, spec.blend_shape)
+        else:
+            alpha = self.level_at_release[f] * max(0.0, 1.0 - (t - self.release_at[f]) / blend)
         if alpha > 0.0:  # towards the level sole (module docstring)
             r_h = rotations[f]
             c, sn = math.cos(self.landing_yaw[f]), math.sin(self.landing_yaw[f])
@@ -504,23 +479,22 @@ class FootContact:
                 across = level[:, 1]  # the toe line's direction (the foot's y at the landing heading)
                 level = pin.exp3(on_toes * across) @ level
                 level_rate = (slope * float(omegas[f] @ across) * across).tolist()
-            turn = pin.log3(r_h.T @ level)  # the whole way to level, in the human foot's frame
-            rotations[f] = r_h @ pin.exp3(alpha * turn)  # (r_h, a view of it, is the new rotation now)
+            turn = pin.log3(dot(r_h.T, level))  # the whole way to level, in the human foot's frame
+            # (r_h, a view of it, is the new rotation after this; 1.0 * turn is turn, bit for bit)
+            rotations[f] = dot(r_h, pin.exp3(turn if alpha == 1.0 else alpha * turn))
             # feed-forward: the human's rotation fading out plus the blend's own rate d(alpha)/dt
             rate_alpha = 0.0
-            if 0.0 < alpha < 1.0 and self.in_contact[f]:
-                rate_alpha = blend_in(self._blend_share(f, t), spec.blend_shape)[1] / blend
-            elif 0.0 < alpha < 1.0:
-                rate_alpha = -self.level_at_release[f] / blend
-            omegas[f] = _blended_rate(
-                omegas[f].tolist(), (r_h @ turn).tolist(), level_rate, alpha, rate_alpha
+            if alpha < 1.0:
+                rate_alpha = rising / blend if in_contact else -self.level_at_release[f] / blend
+            omegas[f] = blended_rate(
+                omegas[f].tolist(), dot(r_h, turn).tolist(), level_rate, alpha, rate_alpha
             )
-        points = sole @ rotations[f].T  # sole points in world orientation (m, 3)
+        points = dot(sole, rotations[f].T)  # sole points in world orientation (m, 3)
         j = int(points[:, 2].argmin())
-        if self.in_contact[f] and not spec.hold:  # contact without holding: only kept above the floor
+        if in_contact and not spec.hold:  # contact without holding: only kept above the floor
             flags[f] = j
-            flat[f] = t - self.contact_at[f] >= spec.blend_time - 1e-9 and on_toes == 0.0
-        elif self.in_contact[f]:
+            flat[f] = since >= rules.flat_from and on_toes == 0.0
+        elif in_contact:
             if self.point[f] < 0:  # touch-down: the lowest point lands where it is
                 self.reach[f], self.reach_turn[f] = np.zeros(3), 0.0
                 bounds = self.lean_bounds[f]
@@ -534,7 +508,7 @@ class FootContact:
                 self.point[f] = j
             elif j != self.point[f] and points[j, 2] < points[self.point[f], 2] - 1e-9:
                 # rolled onto another sole point: anchor it where it is (a flat sole ties: keep)
-                self.anchor[f] = self.last[f] + points[j] + (1.0 - self._blend_share(f, t)) * self.reach[f]
+                self.anchor[f] = self.last[f] + points[j] + (1.0 - share) * self.reach[f]
                 self.anchor[f][2] = self.robot_ground
                 self.point[f] = j
             j = self.point[f]
@@ -544,27 +518,27 @@ class FootContact:
                 shift = float(np.linalg.norm(moved[:2] - self.anchor[f][:2]))
                 self.reanchors.append((f, t, shift, turned))
                 self.anchor[f] = moved
-            lever = points[j]
-            beta = self._blend_share(f, t)  # the shift into reach moves in over blend_time
-            target[:], rate[:] = _held(self.anchor[f], lever, self.reach[f], omegas[f], beta, blend)
-            self._turn_leg(f, k, beta * self.reach_turn[f])
+            # the shift into reach moves in over blend_time (beta: the share)
+            target[:], rate[:] = held(self.anchor[f], points[j], self.reach[f], omegas[f], share, blend)
+            if self.leg_turn is not None:
+                self._turn_leg(f, k, share * self.reach_turn[f])
             self.last[f] = target.copy()
             flags[f] = j
-            flat[f] = t - self.contact_at[f] >= spec.blend_time - 1e-9 and on_toes == 0.0
+            flat[f] = since >= rules.flat_from and on_toes == 0.0
             return
         delta = self.release_delta[f]
         if delta is not None:
-            tau = max(spec.release_time, 1e-9)
+            tau = rules.tau
             fade = math.exp(-(t - self.release_at[f]) / tau)
-            self._turn_leg(f, k, fade * self.turn_at_release[f])
-            target += fade * delta
-            rate -= (fade / tau) * delta
+            if self.leg_turn is not None:
+                self._turn_leg(f, k, fade * self.turn_at_release[f])
+            target[:], rate[:] = faded(target, rate, delta, fade, tau)
             if fade < 1e-4:
                 self.release_delta[f] = None
         floor = self.robot_ground - points[j, 2]  # no sole point below the ground
         if target[2] < floor:
             target[2] = floor
             # the floor's own rate as the foot turns: the lowest point's height is -(w x lever)_z
-            floor_rate = -float(_cross(omegas[f], points[j])[2])
+            floor_rate = -float(cross(omegas[f], points[j])[2])
             rate[2] = max(rate[2], floor_rate, 0.0)
         self.last[f] = target.copy()

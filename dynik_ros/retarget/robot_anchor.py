@@ -93,11 +93,21 @@ class RobotAnchoredFeet:
         # decisions read the human alone (FootContact._decide), so the replay takes them instead of
         # deciding again (None: decided again)
         self.decided: np.ndarray | None = None
+        # the rows measurement() writes, as slices where they follow each other (a fancy index costs 3x)
+        self._rows_at, self._ori_rows_at = _index(self._rows), _index(self.orientation_rows)
+        self._work: tuple[np.ndarray, ...] = ()
+        self._new_run()
 
     def start(self) -> None:
         """Back to the contact states before the take (a new run of the same targets)."""
         self.contact = deepcopy(self._initial)
+        self._new_run()
+
+    def _new_run(self) -> None:
+        """The raw rows copied once for a run, which the rules then change in place sample by sample (each
+        sample once: a copy per sample cost as much as the copy of the take)."""
         self._q_at_sample = None
+        self._work = tuple(a.copy() for a in (self.positions, self.velocities, self.rotations, self.omegas))
 
     def matches(self, times: np.ndarray) -> bool:
         """Whether ``times`` are this call's samples (``run`` was given the targets it computed)."""
@@ -129,8 +139,8 @@ class RobotAnchoredFeet:
         linear and angular velocities or ``None``, for :func:`plainly_valid_rows`)."""
         if self._q_at_sample is None or self.human.measured[k - 1]:
             self._q_at_sample = np.array(q, dtype=float)
-        position, velocity = self.positions[k].copy(), self.velocities[k].copy()
-        rotation, omega = self.rotations[k].copy(), self.omegas[k].copy()
+        # sample k's raw rows (views of this run's copy), changed in place by the rules
+        position, velocity, rotation, omega = (a[k] for a in self._work)
         if self._data is None or self._data[0] is not robot:
             self._data = robot, robot.model.createData()
         robot_sole = robot_sole_reader(robot, frames, self._q_at_sample, self._data[1])
@@ -140,33 +150,37 @@ class RobotAnchoredFeet:
                 f, k, self.human, position[f], velocity[f], rotation, omega,
                 self.flags[k], self.flat[k], self.on_toe[k], robot_sole, decided[f],
             )  # fmt: skip
-        rows, ori_rows = self._rows, self.orientation_rows
+        rows, ori_rows = self._rows_at, self._ori_rows_at
         feet_rotations = rotation[self.orientation_feet]
-        if _same(m.positions[rows], position) and _same(m.rotations[ori_rows], feet_rotations):
+        # (compared as floats: numpy's == and .all() on a few rows cost more than their lists; the same
+        # answer: equal values, NaN equal to nothing)
+        if (
+            m.positions[rows].tolist() == position.tolist()
+            and m.rotations[ori_rows].tolist() == feet_rotations.tolist()
+        ):
             return m, None  # nothing moved (no contact re-anchored so far, or out of its reach)
         positions = np.array(m.positions, dtype=float)
         positions[rows] = position
         rotations = np.array(m.rotations, dtype=float)
         rotations[ori_rows] = feet_rotations
         linear, angular = m.linear_velocities, m.angular_velocities
+        feet_omegas = None
         if linear is not None:
             linear = np.array(linear, dtype=float)
             linear[rows] = velocity
         if angular is not None:
+            feet_omegas = omega[self.orientation_feet]
             angular = np.array(angular, dtype=float)
-            angular[ori_rows] = omega[self.orientation_feet]
+            angular[ori_rows] = feet_omegas
         out = replace(
             m, positions=positions, rotations=rotations, linear_velocities=linear, angular_velocities=angular
         )
-        replaced = (
-            positions[rows],
-            rotations[ori_rows],
-            None if linear is None else linear[rows],
-            None if angular is None else angular[ori_rows],
-        )
-        return out, replaced
+        # the replaced rows, for plainly_valid_rows: the values just written (float64, their shapes)
+        return out, (position, feet_rotations, None if linear is None else velocity, feet_omegas)
 
 
-def _same(a: np.ndarray, b: np.ndarray) -> bool:
-    """``np.array_equal(a, b)`` (same shape, equal elements; NaN equals nothing) without its wrapping."""
-    return a.shape == b.shape and bool((a == b).all())
+def _index(rows: np.ndarray) -> slice | np.ndarray:
+    """``rows`` (indices) as the slice they are when they follow each other one by one, else themselves."""
+    if len(rows) and np.array_equal(rows, np.arange(rows[0], rows[0] + len(rows))):
+        return slice(int(rows[0]), int(rows[0]) + len(rows))
+    return rows

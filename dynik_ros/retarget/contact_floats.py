@@ -1,0 +1,91 @@
+"""The contact rules' per-sample arithmetic on 3-vectors in Python floats (:class:`.foot_contact.FootContact`,
+issue 9's speed target): numpy's operations in the same order, so the same values bit for bit
+(``test_feet_fast_paths``), without numpy's per-call cost, which is most of the work on a single 3-vector. The
+rules run for every foot at every sample of a take, twice offline (``Retargeter.compute`` and the
+``anchor: robot`` replay, :mod:`.robot_anchor`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+# products of a few 3x3 matrices and 3-vectors per foot and sample: np.dot computes @'s products (the same
+# BLAS calls, test_feet_fast_paths) without matmul's dispatch, a microsecond less each
+dot = np.dot
+
+
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x b`` of two 3-vectors in float arithmetic, the same operations as ``np.cross`` (which costs
+    about ten times more on a single pair: it is called for every held foot at every sample)."""
+    return np.array(cross_values(a, b))
+
+
+def cross_values(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """:func:`cross` as three floats."""
+    a0, a1, a2 = a.tolist()
+    b0, b1, b2 = b.tolist()
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+def blended_rate(
+    omega: Sequence[float],
+    along: Sequence[float],
+    level_rate: Sequence[float],
+    alpha: float,
+    rate_alpha: float,
+) -> tuple[float, float, float]:
+    """A blending foot's angular-velocity target ``(1 - alpha) omega + rate_alpha along + alpha level_rate``
+    (:meth:`FootContact.advance`), per component in floats: numpy's operations on the 3-vectors in the same
+    order, without their per-call cost (``test_feet_fast_paths``)."""
+    keep = 1.0 - alpha
+    return (
+        keep * omega[0] + rate_alpha * along[0] + alpha * level_rate[0],
+        keep * omega[1] + rate_alpha * along[1] + alpha * level_rate[1],
+        keep * omega[2] + rate_alpha * along[2] + alpha * level_rate[2],
+    )
+
+
+def held(
+    anchor: np.ndarray, lever: np.ndarray, reach: np.ndarray, omega: np.ndarray, beta: float, blend: float
+) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """A held foot's position target ``anchor - lever - (1 - beta) reach`` and its rate ``-(omega x lever)
+    + reach / blend`` (``+ 0`` once blended in, ``beta >= 1``) (:meth:`FootContact.advance`), per component in
+    floats: numpy's operations on the 3-vectors in the same order (``test_feet_fast_paths``)."""
+    a0, a1, a2 = anchor.tolist()
+    p0, p1, p2 = lever.tolist()
+    r0, r1, r2 = reach.tolist()
+    rest = 1.0 - beta
+    target = (a0 - p0 - rest * r0, a1 - p1 - rest * r1, a2 - p2 - rest * r2)
+    c0, c1, c2 = cross_values(omega, lever)
+    if beta < 1.0:
+        return target, (-c0 + r0 / blend, -c1 + r1 / blend, -c2 + r2 / blend)
+    return target, (-c0 + 0.0, -c1 + 0.0, -c2 + 0.0)
+
+
+def faded(
+    target: np.ndarray, rate: np.ndarray, delta: np.ndarray, fade: float, tau: float
+) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """A released foot's position target ``target + fade delta`` and rate ``rate - (fade / tau) delta`` (the
+    held offset ``delta`` fading out, :meth:`FootContact.advance`), per component in floats: numpy's
+    operations on the 3-vectors in the same order (``test_feet_fast_paths``)."""
+    t0, t1, t2 = target.tolist()
+    v0, v1, v2 = rate.tolist()
+    d0, d1, d2 = delta.tolist()
+    slope = fade / tau
+    return (t0 + fade * d0, t1 + fade * d1, t2 + fade * d2), (
+        v0 - slope * d0,
+        v1 - slope * d1,
+        v2 - slope * d2,
+    )
+
+
+def nearest(points: Sequence[Sequence[float]], others: Sequence[Sequence[float]]) -> float:
+    """``min_i |points[i] - others[i]|`` of 2-D points (the human foot links from their footprint), in
+    floats: ``np.linalg.norm(points - others, axis=1).min()``'s operations (``sqrt(dx dx + dy dy)``) without
+    its per-call cost (finite points: the human links are checked finite, ``Retargeter.compute``)."""
+    return min(
+        math.sqrt((x - x0) * (x - x0) + (y - y0) * (y - y0))
+        for (x, y), (x0, y0) in zip(points, others, strict=True)
+    )
