@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dynik_ros.cli.retarget import main
-from dynik_ros.io.human_motion import HumanMotion, resampled, time_scaled
+from dynik_ros.io.human_motion import HumanMotion, at_rate, resampled, time_scaled
 from dynik_ros.io.motion_files import read_motion_file
 
 EXCERPT = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
@@ -84,3 +84,37 @@ def test_time_scale_slows_the_written_trajectory(tmp_path, capsys):
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main([str(EXCERPT), "--time-scale", "0", "--out", str(tmp_path / "bad")])
+
+
+def test_at_rate_keeps_every_nth_sample_as_captured_at_a_divisor_of_the_rate():
+    """The 120 Hz CMU excerpt (frame time 0.0083333 s, not an exact grid) at 60 Hz: every second sample,
+    stamps, poses and twists bit for bit; at its own rate itself; at 50 Hz (no divisor) :func:`resampled`."""
+    motion = read_motion_file(EXCERPT)
+    half = at_rate(motion, 60.0)
+    for name in ("times", "positions", "rotations", "linear_velocities", "angular_velocities"):
+        np.testing.assert_array_equal(getattr(half, name), getattr(motion, name)[::2], err_msg=name)
+    assert "one sample in 2" in half.source and at_rate(motion, 120.0) is motion
+    fifty = at_rate(motion, 50.0)
+    np.testing.assert_array_equal(fifty.times, resampled(motion, 50.0).times)
+    np.testing.assert_array_equal(fifty.positions, resampled(motion, 50.0).positions)
+    with pytest.raises(ValueError, match="rate"):
+        at_rate(motion, 0.0)
+
+
+def test_ik_rate_steps_the_ik_on_its_own_grid(tmp_path):
+    """``--ik-rate 60`` on the 120 Hz excerpt: the written trajectory has every second sample's stamp, stays
+    inside G1's position limits and, by finite differences of what is written, its velocity limits."""
+    out = tmp_path / "ik60"
+    code = main(
+        [str(EXCERPT), "--robot", "g1", "--out", str(out), "--no-bag", "--no-plots", "--quiet",
+         "--settle", "0.3", "--ik-rate", "60"]
+    )  # fmt: skip
+    assert code == 0
+    data = np.load(out / "retarget.npz")
+    motion = read_motion_file(EXCERPT)
+    np.testing.assert_array_equal(data["times"], motion.times[::2] - motion.times[0])
+    q, times = data["q"][:, 7:], data["times"]
+    assert np.isfinite(q).all()
+    assert (q >= data["lower"] - 1e-9).all() and (q <= data["upper"] + 1e-9).all()
+    speed = np.abs(np.diff(q, axis=0)) / np.diff(times)[:, None]
+    assert (speed <= data["velocity_limit"] * (1 + 1e-6)).all()

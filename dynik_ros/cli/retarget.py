@@ -233,6 +233,13 @@ def build_parser() -> argparse.ArgumentParser:
         "with lower velocity limits can follow (default 1)",
     )
     parser.add_argument(
+        "--ik-rate",
+        type=finite(positive=True),
+        help="step the IK at this rate, Hz: every n-th sample of the take (after --time-scale) where its "
+        "rate is n times this one (a 120 Hz take at 60 Hz: every second sample, as captured), else the take "
+        "resampled onto a uniform grid; the trajectory is written on those steps (default: every sample)",
+    )
+    parser.add_argument(
         "--stance",
         choices=("weighted", "hard"),
         help="feet flat in contact: weighted targets or hard QP rows (the maps' default) (stance_rows.py)",
@@ -536,11 +543,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from dynik_ros.io.human_motion import time_scaled
+    from dynik_ros.io.human_motion import at_rate, time_scaled
 
     motion = time_scaled(motion, args.time_scale)
     if args.time_scale != 1.0:  # the same footfalls: contact speeds and blend times follow the clock
         retargeter.time_scale_contact(args.time_scale)
+    if args.ik_rate is not None:
+        motion = at_rate(motion, args.ik_rate)
 
     args.out.mkdir(parents=True, exist_ok=True)
     bag_path = args.out / "bag"

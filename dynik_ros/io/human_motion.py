@@ -115,6 +115,9 @@ def save_npz_motion(motion: Any, path: str | Path) -> Path:
     return path
 
 
+DIVISOR_TOLERANCE = 0.01  # at_rate: how near an integer the take's rate over the asked one must be
+
+
 def resampled(motion: HumanMotion, rate: float) -> HumanMotion:
     """``motion`` on a uniform grid of ``rate`` Hz from its first stamp to its last: positions and velocities
     linear between the two samples around each new stamp, rotations along the geodesic between them
@@ -153,6 +156,36 @@ def resampled(motion: HumanMotion, rate: float) -> HumanMotion:
         linear_velocities=linear(motion.linear_velocities),
         angular_velocities=linear(motion.angular_velocities),
         source=f"{motion.source}, resampled at {rate:g} Hz",
+        notices=list(motion.notices),
+    )
+
+
+def at_rate(motion: HumanMotion, rate: float) -> HumanMotion:
+    """``motion`` stepped at ``rate`` Hz: every ``n``-th sample as captured where the take's mean rate is
+    ``n`` times ``rate`` to within ``DIVISOR_TOLERANCE`` of a sample (a 120 Hz take at 60 Hz: every second
+    sample; BVH frame times are rounded, so the stamps are not an exact grid), else :func:`resampled`."""
+    rate = float(rate)
+    if not (math.isfinite(rate) and rate > 0.0):
+        raise ValueError(f"rate must be positive and finite, got {rate}")
+    times = np.asarray(motion.times, dtype=float)
+    if len(times) < 2:
+        return motion
+    ratio = (len(times) - 1) / float(times[-1] - times[0]) / rate
+    every = round(ratio)
+    if every < 1 or abs(ratio - every) > DIVISOR_TOLERANCE:
+        return resampled(motion, rate)
+    if every == 1:
+        return motion
+    from dataclasses import replace
+
+    return replace(
+        motion,
+        times=times[::every],
+        positions=np.asarray(motion.positions)[::every],
+        rotations=np.asarray(motion.rotations)[::every],
+        linear_velocities=np.asarray(motion.linear_velocities)[::every],
+        angular_velocities=np.asarray(motion.angular_velocities)[::every],
+        source=f"{motion.source}, one sample in {every} ({rate:g} Hz)",
         notices=list(motion.notices),
     )
 
