@@ -89,6 +89,40 @@ def _dip_left_foot(measurements, rt: Retargeter, t: np.ndarray, depth: float, ra
     return out
 
 
+def test_heights_read_from_the_placement_table_match_the_frame_reads_and_copies_read_their_own_data():
+    """``FloorRows`` reads its points' frames from one gather of the placement table of the ``data`` it is
+    given (:mod:`dynik_ros.core.frame_placements`): the heights equal the frame-by-frame reads bit for bit,
+    a second ``data`` gets its own view, and a deep copy (a shadow IK's) reads the ``data`` it is given, not
+    a snapshot of the original's."""
+    import copy
+
+    rt = _g1(True)
+    robot = rt.robot
+    config = FloorConfig(points_of_feet(rt.config.feet, rt.config.balance.sole_half_width), height=0.02)
+    rows = FloorRows(robot, config)
+    rng = np.random.default_rng(7)
+    model = robot.model
+    datas, expected = [], []
+    for _ in range(2):
+        q = rt.initial_configuration()
+        n = robot.n_joints
+        q[robot.nq - n :] = np.clip(q[robot.nq - n :] + rng.uniform(-0.4, 0.4, n), robot.lower, robot.upper)
+        q[3:7] = pin.Quaternion(pin.exp3(rng.normal(size=3) * 0.3)).coeffs()
+        data = model.createData()
+        pin.framesForwardKinematics(model, data, q)
+        datas.append(data)
+        plain = FloorRows(robot, config)
+        plain._viewed, plain._table = data, None  # the frame-by-frame reads
+        expected.append(plain.heights(data))
+        np.testing.assert_allclose(expected[-1], _sole_heights(rt, [q])[0] - 0.02, atol=1e-12)
+    for data, heights in zip(datas * 2, expected * 2):
+        np.testing.assert_array_equal(rows.heights(data), heights)
+    assert rows._table is not None  # the table was used
+    twin = copy.deepcopy(rows)
+    np.testing.assert_array_equal(twin.heights(datas[1]), expected[1])
+    np.testing.assert_array_equal(twin.heights(datas[0]), expected[0])
+
+
 def test_point_jacobian_is_the_height_rate_in_mixed_coordinates():
     """``J_z nu`` of every sole point equals the finite difference of its height (forward kinematics) for a
     random ``nu`` (base linear and angular velocity in the world frame, joint rates), at a bent pose."""

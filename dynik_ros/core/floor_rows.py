@@ -43,6 +43,7 @@ import numpy as np
 import pinocchio as pin
 
 from dynik_ros.core.frame_kinematics import mixed_jacobian
+from dynik_ros.core.frame_placements import placement_view, pose_indices
 from dynik_ros.core.sole import sole_polygon
 
 MODES = ("hard", "softened", "dropped")  # StepInfo.floor: the rows as posed, softened, left out this step
@@ -87,6 +88,9 @@ class FloorRows:
         self._point_frame = np.array([frames.index(frame) for frame, _ in config.points], dtype=int)
         self._offsets = np.array([point for _, point in config.points], dtype=float).reshape(-1, 3)
         self.n_rows = len(config.points)
+        self._gather = pose_indices([self._frame_ids[f] for f in self._point_frame])
+        self._viewed: pin.Data | None = None  # the pin.Data whose placement table _table is (_levers)
+        self._table: np.ndarray | None = None
         self._stacked_rows = None  # rows of the stacked Jacobian: vertical, angular x, angular y per point
         if targets is not None:
             position = [t.frame for t in targets.position_targets]
@@ -103,13 +107,25 @@ class FloorRows:
         self.mode = MODES[0]
         self.counts = dict.fromkeys(MODES[1:], 0)  # steps softened / dropped since construction
 
+    def __getstate__(self) -> dict:
+        """A copy views no ``pin.Data`` (a copied view is a snapshot): it makes its own on first use."""
+        return {**self.__dict__, "_viewed": None, "_table": None}
+
     def _levers(self, data: pin.Data) -> tuple[np.ndarray, np.ndarray]:
         """Per point, its frame's origin and the lever from that origin to the point (world), from
-        ``data``'s frame placements."""
-        omf = data.oMf  # (concatenated: np.array of the list costs more)
-        poses = np.concatenate([omf[i].homogeneous for i in self._frame_ids]).reshape(-1, 4, 4)
-        poses = poses[self._point_frame]
-        return poses[:, :3, 3], np.einsum("nij,nj->ni", poses[:, :3, :3], self._offsets)
+        ``data``'s frame placements (one gather from their table, :mod:`.frame_placements`, once made for
+        ``data``; else frame by frame)."""
+        if data is not self._viewed:
+            self._viewed, self._table = data, placement_view(self.robot.model, data)
+        if self._table is not None:
+            poses = self._table[self._gather]  # per point: its frame's rotation (row-major), translation
+            origins, rotations = poses[:, 9:], poses[:, :9].reshape(-1, 3, 3)
+        else:
+            omf = data.oMf  # (concatenated: np.array of the list costs more)
+            poses = np.concatenate([omf[i].homogeneous for i in self._frame_ids]).reshape(-1, 4, 4)
+            poses = poses[self._point_frame]
+            origins, rotations = poses[:, :3, 3], poses[:, :3, :3]
+        return origins, np.einsum("nij,nj->ni", rotations, self._offsets)
 
     def heights(self, data: pin.Data) -> np.ndarray:
         """Height above the floor of every point with ``data``'s frame placements (world z minus ``h``)."""

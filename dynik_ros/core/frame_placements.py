@@ -25,6 +25,24 @@ def placement_table(model: pin.Model, data: pin.Data) -> np.ndarray | None:
     """``(model.nframes, 12)`` view of ``data.oMf`` (per frame: rotation column by column, translation), valid
     after any ``updateFramePlacements``; ``None`` if pinocchio's memory layout is not the expected one.
     Leaves ``data`` at the neutral configuration's frame placements."""
+    table = placement_view(model, data)
+    if table is None:
+        return None
+    n = model.nframes
+    for q in (pin.neutral(model), _random_configuration(model)):
+        pin.framesForwardKinematics(model, data, q)
+        for i in range(n):
+            expected = np.concatenate((data.oMf[i].rotation.reshape(-1, order="F"), data.oMf[i].translation))
+            if not np.array_equal(table[i], expected):
+                return None
+    pin.framesForwardKinematics(model, data, pin.neutral(model))
+    return table
+
+
+def placement_view(model: pin.Model, data: pin.Data) -> np.ndarray | None:
+    """The view of :func:`placement_table` where every frame's rotation and translation are at the addresses
+    and strides the layout puts them (``None`` otherwise), without its check of the values at two
+    configurations: ``data`` is left as it is (for a ``data`` that holds a step's placements already)."""
     n = model.nframes
     first = data.oMf[0].rotation
     if first.dtype != np.float64 or first.strides != (8, 24) or data.oMf[0].translation.strides != (8,):
@@ -37,13 +55,6 @@ def placement_table(model: pin.Model, data: pin.Data) -> np.ndarray | None:
             return None
     table = np.lib.stride_tricks.as_strided(first, shape=(n, _DOUBLES), strides=(8 * _DOUBLES, 8))
     table.flags.writeable = False
-    for q in (pin.neutral(model), _random_configuration(model)):
-        pin.framesForwardKinematics(model, data, q)
-        for i in range(n):
-            expected = np.concatenate((data.oMf[i].rotation.reshape(-1, order="F"), data.oMf[i].translation))
-            if not np.array_equal(table[i], expected):
-                return None
-    pin.framesForwardKinematics(model, data, pin.neutral(model))
     return table
 
 
