@@ -115,7 +115,7 @@ def test_heights_read_from_the_placement_table_match_the_frame_reads_and_copies_
         plain._viewed, plain._table = data, None  # the frame-by-frame reads
         expected.append(plain.heights(data))
         np.testing.assert_allclose(expected[-1], _sole_heights(rt, [q])[0] - 0.02, atol=1e-12)
-    for data, heights in zip(datas * 2, expected * 2):
+    for data, heights in zip(datas * 2, expected * 2, strict=True):
         np.testing.assert_array_equal(rows.heights(data), heights)
     assert rows._table is not None  # the table was used
     twin = copy.deepcopy(rows)
