@@ -348,7 +348,7 @@ def capture_table(directory: Path, robots: list[str], options: list[str] | None 
 SPEED_TARGET_S = 10.0  # the issue's target: reading + retargeting 60 s at 120 Hz on one core
 
 
-def speed_phases(path: Path, robot: str) -> None:
+def speed_phases(path: Path, robot: str, ik_rate: float | None = None) -> None:
     """Child process of :func:`speed_target`: the steps of ``dynik-retarget`` one by one, each timed in
     process CPU seconds (``time.process_time``), printed as ``phase <name> <seconds>`` lines."""
     start = time.process_time()
@@ -368,9 +368,14 @@ def speed_phases(path: Path, robot: str) -> None:
     lap("imports")
     motion = read_motion_file(path)
     lap("read + checks")
-    args = cli.build_parser().parse_args([str(path), "--robot", robot])  # dynik-retarget's own defaults
+    rate = [] if ik_rate is None else ["--ik-rate", str(ik_rate)]
+    args = cli.build_parser().parse_args([str(path), "--robot", robot, *rate])  # dynik-retarget's defaults
     rt = Retargeter.from_config(robot)
     cli.calibrate_as_asked(rt, motion, args)  # as dynik-retarget does: the capture's own subject
+    if ik_rate is not None:
+        from dynik_ros.io.human_motion import at_rate
+
+        motion = at_rate(motion, ik_rate)
     rt.reset()
     times, measurements, contacts, _ = rt.step_measurements(motion)
     lap("targets (calibration, alignment, scaling, feet, hinges)")
@@ -436,7 +441,12 @@ def palindrome(motion, seconds: float):
 
 
 def speed_target(
-    seconds: float, rate: float, robot: str, repeats: int = 1, capture: Path | None = None
+    seconds: float,
+    rate: float,
+    robot: str,
+    repeats: int = 1,
+    capture: Path | None = None,
+    ik_rate: float | None = None,
 ) -> None:
     """Write a synthetic walk of ``seconds`` at ``rate`` (or the real ``capture`` played forward and back
     for ``seconds``, :func:`palindrome`) as BVH and MVNX, then measure reading + retargeting (the issue's
@@ -463,13 +473,14 @@ def speed_target(
             write_mvnx(walk, Path(tmp) / "walk.mvnx"),
         ]
         print(
-            f"\n== speed: {what}, {seconds:g} s at {frames_rate:g} Hz ({len(walk.times)} frames), {robot}; "
+            f"\n== speed: {what}, {seconds:g} s at {frames_rate:g} Hz ({len(walk.times)} frames), {robot}"
+            f"{'' if ik_rate is None else f', the IK at {ik_rate:g} Hz (--ik-rate)'}; "
             f"CPU seconds of one process (OMP_NUM_THREADS=1), target {SPEED_TARGET_S:g} s per 60 s"
         )
         for path in files:
             command = [sys.executable, "-m", "dynik_ros.cli.retarget", str(path), "--robot", robot]
             command += ["--out", str(Path(tmp) / "out"), "--no-bag", "--no-plots", "--quiet"]
-            command += ["--settle", "0.2"]
+            command += ["--settle", "0.2"] + ([] if ik_rate is None else ["--ik-rate", str(ik_rate)])
             for _ in range(repeats):
                 cpu, wall, _ = _cpu_of_child(command)
                 print(
@@ -479,6 +490,7 @@ def speed_target(
                     f"wall {wall:5.2f} s"
                 )
             phases = [sys.executable, __file__, "--phases", str(path), "--robot", robot]
+            phases += [] if ik_rate is None else ["--speed-ik-rate", str(ik_rate)]
             _, _, out = _cpu_of_child(phases, ok_codes=(0,))
             rows = [line[6:].split("|") for line in out.splitlines() if line.startswith("phase ")]
             total = sum(float(t) for _, t in rows)
@@ -497,6 +509,9 @@ def main(argv: list[str] | None = None) -> int:
         "--speed-capture", type=Path, metavar="FILE", help="--speed: this real capture, forward and back"
     )
     parser.add_argument("--repeats", type=int, default=1, help="--speed: runs of the whole process per file")
+    parser.add_argument(
+        "--speed-ik-rate", type=float, metavar="HZ", help="--speed: dynik-retarget --ik-rate HZ (default off)"
+    )
     parser.add_argument("--phases", type=Path, help=argparse.SUPPRESS)  # the child of --speed
     parser.add_argument("--quick", action="store_true", help="the committed CMU excerpt only")
     parser.add_argument(
@@ -513,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.phases is not None:
-        speed_phases(args.phases, args.robot)
+        speed_phases(args.phases, args.robot, args.speed_ik_rate)
         return 0
     if args.table is not None:
         capture_table(args.table, args.robots, args.options)
@@ -525,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.pair:
         report_pair(*args.pair)
     if args.speed:
-        speed_target(args.speed, args.rate, args.robot, args.repeats, args.speed_capture)
+        speed_target(args.speed, args.rate, args.robot, args.repeats, args.speed_capture, args.speed_ik_rate)
     return 0
 
 
