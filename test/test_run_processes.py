@@ -251,13 +251,13 @@ def test_the_runner_waits_for_the_bridges_own_count_not_the_commands_on_the_wire
     from diagnostic_msgs.msg import DiagnosticArray
     from trajectory_msgs.msg import JointTrajectory
 
-    from dynik_ros.cli.run_processes import BRIDGE_QUIET, _EndWatcher, bridges_caught_up
+    from dynik_ros.cli.run_end_watch import BRIDGE_QUIET, EndWatcher, bridges_caught_up
     from dynik_ros.nodes.common import diagnostic_status
 
     node = rclpy.create_node("end_watcher_probe")
     try:
         topic = "/joint_trajectory_controller/joint_trajectory"
-        watcher = _EndWatcher(node, "wearable_node", [(topic, JointTrajectory)], bridges=1)
+        watcher = EndWatcher(node, "wearable_node", [(topic, JointTrajectory)], bridges=1)
         for _ in range(60):
             watcher._on_output(_stamped_joint_state())
 
@@ -295,7 +295,7 @@ def test_the_runner_waits_for_the_bridges_own_count_not_the_commands_on_the_wire
 
 
 def _stamped_joint_state():
-    """What ``_EndWatcher._on_output`` reads of a message: its header stamp."""
+    """What ``EndWatcher._on_output`` reads of a message: its header stamp."""
     from sensor_msgs.msg import JointState
 
     msg = JointState()

@@ -49,6 +49,7 @@ from dynik_ros.cli.run import (
     _topic_type,
     typed_parameters,
 )
+from dynik_ros.cli.run_end_watch import EndWatcher
 
 PROCESS_LAYOUTS = ("single", "per-node", "source-ik+bridge")
 """single: every node in this process (PipelineRunner); per-node: one process per node; source-ik+bridge:
@@ -56,10 +57,6 @@ wearable_node, ik_node (and mocap_node) in one process, every other node (bridge
 SOURCE_AND_IK = ("wearable_node", "ik_node", "mocap_node")
 LINK_STATE_CONSUMERS = ("ik_node",)  # executables subscribing to /human/link_states
 IK_OUTPUT_TOPIC = "/dynik/joint_states"
-IK_STATUS_SUFFIX = ": dynamical IK"  # ik_node's /diagnostics status name is "<node>: dynamical IK"
-BRIDGE_STATUS_SUFFIX = ": command bridge"  # bridge_node's: "<node>: command bridge"
-BRIDGE_QUIET = 3.0  # [s] no bridge answered a further input for this long (its /diagnostics every 1 s)
-BRIDGE_IDLE_REPORTS = 2  # and each bridge behind sent this many reports since the last IK output
 SOURCES = ("wearable_node",)  # activated last, once the IK's readers are matched
 STOP_TIMEOUT = 60.0  # [s] a child still running this long after SIGINT is killed
 START_TIMEOUT = 120.0  # [s] for a child's lifecycle services to answer (imports, DDS discovery)
@@ -188,7 +185,7 @@ class MultiProcessRunner(PipelineRunner):
                     )
         consumers = sum(e.executable in LINK_STATE_CONSUMERS for e in self.pipeline.nodes)
         consumers += int(self._records() and "/human/link_states" in self.pipeline.record)
-        consumers += 1  # this runner's end watcher (_EndWatcher)
+        consumers += 1  # this runner's end watcher (EndWatcher)
         for entry in self.pipeline.nodes:
             if entry.executable == "wearable_node":
                 entry.parameters.setdefault("min_subscribers", consumers)
@@ -203,7 +200,7 @@ class MultiProcessRunner(PipelineRunner):
         published before it matched it (a bridge in another process discovered late missed every command of
         a 1 s run under load)."""
         topic = IK_OUTPUT_TOPIC
-        readers = 1  # _EndWatcher
+        readers = 1  # EndWatcher
         readers += int(self._records() and topic in self.pipeline.record)
         for entry in self.pipeline.nodes:
             p = entry.parameters
@@ -301,7 +298,7 @@ class MultiProcessRunner(PipelineRunner):
                 recorder = self._start_recorder_on(node)
                 self._wait_for_publishers(node, executor, [t for t, _, _ in self._record_topics()])
             bridges = sum(1 for e in self.pipeline.nodes if e.executable == "bridge_node")
-            watcher = _EndWatcher(node, self._wearable_name(), self._command_topics(), bridges)
+            watcher = EndWatcher(node, self._wearable_name(), self._command_topics(), bridges)
             sources = {e.name for e in self.pipeline.nodes if e.executable in SOURCES}
             self._drive(clients, "activate", skip=sources)
             self._wait_for_ik_readers(executor, watcher)
@@ -399,7 +396,7 @@ class MultiProcessRunner(PipelineRunner):
                 raise PipelineError(f"no publisher matched for {missing} after {START_TIMEOUT:g} s")
             executor.spin_once(timeout_sec=0.05)
 
-    def _wait_for_ik_readers(self, executor: Any, watcher: _EndWatcher) -> None:
+    def _wait_for_ik_readers(self, executor: Any, watcher: EndWatcher) -> None:
         """Until every active ik_node reports (its /diagnostics ``output_subscribers``) that its writer
         matched the pipeline's readers of its output; after ``START_TIMEOUT`` the run goes on with a
         notice (a reader this runner does not know of must not block it)."""
@@ -415,7 +412,7 @@ class MultiProcessRunner(PipelineRunner):
                 return
             executor.spin_once(timeout_sec=0.05)
 
-    def _spin_until_done(self, executor: Any, watcher: _EndWatcher) -> bool:
+    def _spin_until_done(self, executor: Any, watcher: EndWatcher) -> bool:
         """As the one-process runner: the source exhausted and its last sample answered by the IK (or a
         quiet 0.5 s); then every IK output commanded by the bridges (a bridge in another process may be
         behind on a loaded machine: a fixed 0.2 s lost the last commands of a run once) or no command
@@ -490,100 +487,6 @@ class MultiProcessRunner(PipelineRunner):
     def _check_interrupt(self) -> None:
         if self.interrupted:
             raise _Interrupted()
-
-
-class _EndWatcher:
-    """Watches, in the runner, for the source's "finished" (its /diagnostics) and the newest link-state
-    and IK-output stamps."""
-
-    def __init__(
-        self, node: Any, wearable: str, command_topics: Sequence[tuple[str, type]] = (), bridges: int = 0
-    ) -> None:
-        from diagnostic_msgs.msg import DiagnosticArray
-        from sensor_msgs.msg import JointState, MultiDOFJointState
-
-        from dynik_ros.nodes.common import RELIABLE_QOS, SENSOR_QOS, reliable_qos
-
-        self.status_name = f"{wearable}: link states"
-        self.finished_at: float | None = None
-        self.last_input: int | None = None
-        self.last_output = -1
-        self.output_at = 0.0
-        self.outputs = 0  # IK outputs seen
-        self.watches_commands = bool(command_topics)
-        self.bridges = bridges if command_topics else 0
-        self.bridge_answered: dict[str, int] = {}  # bridge -> inputs it answered (fresh commands + refusals)
-        self.answered_progress_at = 0.0
-        self.idle_reports: dict[str, int] = {}  # bridge -> reports since the last IK output, none answering
-        self.ik_readers: dict[str, int] = {}  # ik_node name -> readers its output writer matched
-        node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS)
-        node.create_subscription(MultiDOFJointState, "/human/link_states", self._on_input, SENSOR_QOS)
-        # every IK output counted even when this process falls behind (the bridges are waited for that many)
-        node.create_subscription(JointState, "/dynik/joint_states", self._on_output, reliable_qos(0))
-
-    @staticmethod
-    def _stamp(msg: Any) -> int:
-        return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-
-    def _on_diagnostics(self, msg: Any) -> None:
-        for status in msg.status:
-            if status.name == self.status_name and status.message == "finished" and self.finished_at is None:
-                self.finished_at = time.monotonic()
-            elif status.name.endswith(BRIDGE_STATUS_SUFFIX):
-                values = {kv.key: kv.value for kv in status.values}
-                try:
-                    answered = int(values.get("fresh_commands", 0)) + sum(
-                        int(v) for k, v in values.items() if k.startswith("rejected_")
-                    )
-                except ValueError:
-                    continue
-                if answered > self.bridge_answered.get(status.name, -1):
-                    self.answered_progress_at = time.monotonic()
-                    self.idle_reports[status.name] = 0
-                else:
-                    self.idle_reports[status.name] = self.idle_reports.get(status.name, 0) + 1
-                self.bridge_answered[status.name] = answered
-            elif status.name.endswith(IK_STATUS_SUFFIX):
-                node = status.name[: -len(IK_STATUS_SUFFIX)]
-                for kv in status.values:
-                    if kv.key == "output_subscribers":
-                        self.ik_readers[node] = int(kv.value)
-
-    def _on_input(self, msg: Any) -> None:
-        self.last_input = max(self.last_input or -1, self._stamp(msg))
-
-    def _on_output(self, msg: Any) -> None:
-        self.last_output = max(self.last_output, self._stamp(msg))
-        self.output_at = time.monotonic()
-        self.outputs += 1
-        self.idle_reports = dict.fromkeys(self.idle_reports, 0)  # a new input for every bridge
-
-    def commanded(self, now: float, answered_at: float) -> bool:
-        """Every bridge answered every IK output seen (:func:`bridges_caught_up`, by the bridges' own
-        /diagnostics counts), or the bridges behind hold: none answered a further input for
-        ``BRIDGE_QUIET`` s since the IK answered **and** each of them sent ``BRIDGE_IDLE_REPORTS`` reports
-        since the last IK output without answering more (it runs, and does not take the inputs); True at
-        once without a bridge. A bridge process that sends nothing is starved on a loaded machine, not
-        holding: the wait goes on (up to the run's timeout); a quiet time alone ended a run with 22 of 60
-        fresh commands once. Counting the commands on the wire was wrong too: a bridge also repeats its
-        last command between inputs (``command_rate`` 100 Hz against a 60 Hz stream), so the repeats made
-        up the count while the bridge still had inputs queued (54 of 60 fresh)."""
-        if not self.watches_commands:
-            return True
-        if bridges_caught_up(self.outputs, self.bridge_answered, self.bridges):
-            return True
-        behind = [name for name, n in self.bridge_answered.items() if n < self.outputs]
-        if len(self.bridge_answered) < self.bridges or not behind:
-            return False
-        if any(self.idle_reports.get(name, 0) < BRIDGE_IDLE_REPORTS for name in behind):
-            return False
-        return now - max(answered_at, self.answered_progress_at) > BRIDGE_QUIET
-
-
-def bridges_caught_up(outputs: int, answered: Mapping[str, int], bridges: int) -> bool:
-    """All ``bridges`` reported (``answered``: name -> fresh commands + refused inputs, from their
-    /diagnostics) and each answered at least the ``outputs`` IK outputs the runner saw."""
-    return len(answered) >= bridges and all(n >= outputs for n in answered.values())
 
 
 def _proxy(summary: Mapping[str, Any]) -> SimpleNamespace:
