@@ -10,6 +10,10 @@ import numpy as np
 import pinocchio as pin
 from take_tools import FEET_BEFORE_ISSUE_9
 
+from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
+from dynik_ros.core.robot_model import RobotModel
+from dynik_ros.core.targets import FrameTarget
+from dynik_ros.retarget.registry import load_robot
 from dynik_ros.retarget.retargeter import Retargeter
 
 RATE = 30.0  # Hz: the Mixamo takes' rate; the retargeter reaches each sample in two 16.7 ms IK steps
@@ -201,3 +205,40 @@ def test_the_secants_check_on_the_frames_twists_is_the_jacobians(monkeypatch):
     monkeypatch.setattr(extra_terms.ExtraTerms, "_held_velocity", lambda self, ik, mean, h: np.inf)
     without = _sway_trajectory(0.16)
     assert np.array_equal(with_check, without)
+
+
+def test_the_secants_twists_are_the_jacobians_on_a_fixed_and_a_floating_base():
+    """``ExtraTerms._held_velocity`` against ``J(q_mid) m`` of the Jacobian at ``ik.advanced``'s ``q_mid``
+    for G1 with a fixed base (the twists are the world's as they are) and a floating one (the base put at the
+    origin, the twists turned back), at random configurations and mean velocities, one held frame with
+    position and orientation rows and one with orientation rows only."""
+    rng = np.random.default_rng(3)
+    urdf = load_robot("g1").urdf_path
+    for floating in (False, True):
+        robot = RobotModel.from_urdf_file(urdf, floating_base=floating)
+        feet = ("left_ankle_roll_link", "right_ankle_roll_link")
+        targets = [
+            FrameTarget("pelvis", position=True),
+            FrameTarget(feet[0], position=True),
+            FrameTarget(feet[1]),
+        ]
+        for flags in ((True, True), (True, False), (False, True)):
+            q0 = robot.neutral_configuration(warn=False)
+            joints = slice(q0.size - robot.n_joints, None)
+            q0[joints] = rng.uniform(robot.lower, robot.upper)
+            if floating:
+                q0[:3] = rng.normal(size=3)
+                quaternion = rng.normal(size=4)
+                q0[3:7] = quaternion / np.linalg.norm(quaternion)
+            ik = DynamicalIK(robot, targets, DynamicalIKConfig(stance_frames=feet), q0=q0)
+            extra = ik.extra
+            extra.stance.observe(np.array(flags))
+            own = extra._held_of(extra.stance.pattern)[0]
+            for _ in range(3):
+                mean, h = rng.normal(size=robot.nv), 0.004
+                twists = extra._held_velocity(ik, mean, h)
+                base, q_mid = ik.advanced(mean, h)
+                extra._secant.update_jacobian(q_mid)
+                plain = extra._secant.stacked_jacobian(base)[own] @ mean
+                assert twists.shape == plain.shape == (3 * (2 * flags[0] + flags[1]),)
+                assert np.abs(twists - plain).max() < 1e-12, (floating, flags)
