@@ -312,3 +312,23 @@ def test_the_segment_frames_are_einsums_products_bit_for_bit(frames):
     assert got.shape == expected.shape and got.flags.c_contiguous
     np.testing.assert_array_equal(got, expected)
     assert np.array_equal(np.signbit(got), np.signbit(expected))
+
+
+@pytest.mark.parametrize("deriv", [0, 1])
+def test_the_savitzky_golay_filter_in_chunks_is_the_whole_take_product_bit_for_bit(deriv):
+    """``savgol`` filters ``SAVGOL_CHUNK`` windows at a time (a scaled copy of the whole take's windows cost
+    most of the filter): the interior samples are ``(scale * windows) @ fit[deriv]`` of the whole take at
+    once, bit for bit, across chunk boundaries and a last partial chunk."""
+    import math
+
+    from dynik_ros.io.human_motion import SAVGOL_CHUNK, savgol
+
+    rng = np.random.default_rng(deriv)
+    length, n = 25, 3 * SAVGOL_CHUNK + 57
+    values = rng.normal(size=(n, 23, 3)) * rng.choice([1e-3, 1.0, 1e3], size=(1, 23, 1))
+    delta = 1.0 / 120.0
+    fit = np.linalg.pinv(np.vander(np.arange(length) - length // 2, 4, increasing=True))
+    windows = np.lib.stride_tricks.sliding_window_view(values.reshape(n, -1), length, axis=0)
+    expected = math.factorial(deriv) / delta**deriv * windows @ fit[deriv]
+    got = savgol(values, length, 3, deriv=deriv, delta=delta).reshape(n, -1)
+    np.testing.assert_array_equal(got[length // 2 : n - length // 2], expected)

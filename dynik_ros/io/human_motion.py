@@ -55,14 +55,14 @@ def finite_difference_twists(
 
 def _angular_difference(times: np.ndarray, positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
     """The angular velocities of :func:`finite_difference_twists` ``(N, L, 3)``, at least two samples."""
-    from scipy.spatial.transform import Rotation
+    from dynik_ros.io.rotation_vectors import rotation_vectors
 
     n = len(times)
     after = np.r_[np.arange(1, n), n - 1]
     before = np.r_[0, np.arange(0, n - 1)]
     dt = (times[after] - times[before])[:, None, None]
     relative = rotations[after] @ np.swapaxes(rotations[before], -1, -2)
-    rotvec = Rotation.from_matrix(relative.reshape(-1, 3, 3)).as_rotvec().reshape(positions.shape)
+    rotvec = rotation_vectors(relative.reshape(-1, 3, 3)).reshape(positions.shape)  # (scipy's, bit for bit)
     return rotvec / dt
 
 
@@ -242,6 +242,9 @@ def _ordered(motion: HumanMotion, differentiate: bool = False) -> HumanMotion:
     )
 
 
+SAVGOL_CHUNK = 256  # windows :func:`savgol` filters at a time
+
+
 def savgol(values: np.ndarray, length: int, order: int, deriv: int = 0, delta: float = 1.0) -> np.ndarray:
     """Savitzky-Golay filter along axis 0: the ``deriv``-th derivative of the degree-``order`` polynomial
     fitted by least squares to each ``length``-sample window (odd), evaluated at the window's centre; the
@@ -255,7 +258,11 @@ def savgol(values: np.ndarray, length: int, order: int, deriv: int = 0, delta: f
     flat = values.reshape(n, -1)
     windows = np.lib.stride_tricks.sliding_window_view(flat, length, axis=0)  # (n-length+1, F, length)
     out = np.empty_like(flat)
-    out[half : n - half] = scale * windows @ fit[deriv]
+    # (scale * windows) @ fit[deriv], SAVGOL_CHUNK windows at a time: the same products window by window, in a
+    # scaled copy of a few MB, not one of the whole take (100 MB on 60 s at 120 Hz, most of the filter's cost)
+    inner = out[half : n - half]
+    for start in range(0, len(windows), SAVGOL_CHUNK):
+        inner[start : start + SAVGOL_CHUNK] = scale * windows[start : start + SAVGOL_CHUNK] @ fit[deriv]
     # edges: derivative of the end windows' polynomials at the edge samples
     for block, positions, rows in ((flat[:length], x[:half], slice(0, half)),
                                    (flat[-length:], x[length - half:], slice(n - half, n))):  # fmt: skip

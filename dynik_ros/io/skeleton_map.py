@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dynik_ros.io.rotation_vectors import rotation_matrices, rotation_vectors
 from dynik_ros.io.yaml_file import YamlFileError, load_yaml
 from dynik_ros.models.segments import XSENS_SEGMENTS
 
@@ -121,8 +122,6 @@ def _rz(angle: float) -> np.ndarray:
 
 def _shortest_rotation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Rotation taking unit vector ``a`` onto ``b`` about ``a x b``."""
-    from scipy.spatial.transform import Rotation
-
     a = a / np.linalg.norm(a)
     b = b / np.linalg.norm(b)
     axis = np.cross(a, b)
@@ -131,8 +130,8 @@ def _shortest_rotation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if c > 0:
             return np.eye(3)
         perp = np.cross(a, [1.0, 0.0, 0.0] if abs(a[0]) < 0.9 else [0.0, 1.0, 0.0])
-        return Rotation.from_rotvec(math.pi * perp / np.linalg.norm(perp)).as_matrix()
-    return Rotation.from_rotvec(axis / s * math.atan2(s, c)).as_matrix()
+        return rotation_matrices(math.pi * perp / np.linalg.norm(perp))[0]
+    return rotation_matrices(axis / s * math.atan2(s, c))[0]
 
 
 @functools.lru_cache(maxsize=1)
@@ -155,10 +154,8 @@ def _heading(positions: dict[str, np.ndarray]) -> float:
 
 
 def _slerp(r0: np.ndarray, r1: np.ndarray, f: float) -> np.ndarray:
-    from scipy.spatial.transform import Rotation
-
-    rel = Rotation.from_matrix(np.swapaxes(r0, -1, -2) @ r1).as_rotvec()
-    return r0 @ Rotation.from_rotvec(f * rel).as_matrix()
+    rel = rotation_vectors(np.swapaxes(r0, -1, -2) @ r1)  # (scipy Rotation's, bit for bit)
+    return r0 @ rotation_matrices(f * rel)
 
 
 def _mapped_descendant(segment: str, resolved: dict[str, str]) -> str | None:
