@@ -95,6 +95,7 @@ class RobotAnchoredFeet:
         self.decided: np.ndarray | None = None
         # the rows measurement() writes, as slices where they follow each other (a fancy index costs 3x)
         self._rows_at, self._ori_rows_at = _index(self._rows), _index(self.orientation_rows)
+        self._feet_at = _index(self.orientation_feet)  # (every foot in order: all of them, no copy)
         self._work: tuple[np.ndarray, ...] = ()
         self._new_run()
 
@@ -151,7 +152,7 @@ class RobotAnchoredFeet:
                 self.flags[k], self.flat[k], self.on_toe[k], robot_sole, decided[f],
             )  # fmt: skip
         rows, ori_rows = self._rows_at, self._ori_rows_at
-        feet_rotations = rotation[self.orientation_feet]
+        feet_rotations = rotation[self._feet_at]
         # (compared as floats: numpy's == and .all() on a few rows cost more than their lists; the same
         # answer: equal values, NaN equal to nothing)
         if (
@@ -169,7 +170,7 @@ class RobotAnchoredFeet:
             linear = np.array(linear, dtype=float)
             linear[rows] = velocity
         if angular is not None:
-            feet_omegas = omega[self.orientation_feet]
+            feet_omegas = omega[self._feet_at]
             angular = np.array(angular, dtype=float)
             angular[ori_rows] = feet_omegas
         out = replace(
