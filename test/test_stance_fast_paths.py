@@ -1,7 +1,7 @@
 """The stance and floor rows' per-step shortcuts (issue 9's speed target) give the answers of the plain
 formulas, bit for bit: what one combination of stance flags selects, derived once (``StancePattern``); the
 stance and floor rows written in place into the step's dynamic rows; the other dynamic rows handed to
-priority 1 as views; the held columns and the secant's rows per combination of flags."""
+priority 1 as views; the held directions and the secant's rows per combination of flags."""
 
 from __future__ import annotations
 
@@ -125,22 +125,21 @@ def test_the_rows_priority_1_takes_are_the_other_dynamic_rows(support, stance, f
 
 
 def _check_held_per_step(ik, measurements, times, seen: set) -> None:
-    """Step ``ik`` through ``measurements``; after each step the held columns and the secant's rows of the
+    """Step ``ik`` through ``measurements``; after each step the held directions are the held frames' rows
+    of the step's Jacobian, and the secant's rows of the
     frames in contact (kept per combination of flags) are the plain selections of the step's flags."""
     extra = ik.extra
     stance, secant = extra.stance, extra._secant
     position_ids, orientation_ids = secant.position_ids, secant.orientation_ids
-    nb = ik.robot.base_dofs
     for k in range(1, len(measurements)):
         ik.step(measurements[k], float(times[k] - times[k - 1]))
         flags = np.array(stance.active)
         seen.add(tuple(bool(f) for f in flags))
         if not flags.any():
-            assert extra.held_columns() is None
+            assert extra.held_directions() is None
             continue
-        legs = np.flatnonzero(extra._legs[flags].any(axis=0))
-        np.testing.assert_array_equal(extra.held_columns(), np.concatenate((np.arange(nb), nb + legs)))
-        assert not extra.held_columns().flags.writeable  # shared by later steps with these flags
+        held = extra._task[0][np.concatenate([r for on, r in zip(flags, stance.rows, strict=True) if on])]
+        np.testing.assert_array_equal(extra.held_directions(), held)
         own = []  # the secant Jacobian's rows (position frames, then orientation frames) per frame in contact
         for on, fid in zip(flags, extra._stance_ids, strict=True):
             if on:
@@ -148,12 +147,43 @@ def _check_held_per_step(ik, measurements, times, seen: set) -> None:
                     own += [3 * position_ids.index(fid) + j for j in range(3)]
                 if fid in orientation_ids:
                     own += [3 * (len(position_ids) + orientation_ids.index(fid)) + j for j in range(3)]
-        np.testing.assert_array_equal(extra._held_of(stance.pattern)[0], own)
+        np.testing.assert_array_equal(extra._held_of(stance.pattern), own)
+        assert not extra._held_of(stance.pattern).flags.writeable  # shared by later steps with these flags
 
 
-def test_held_columns_and_secant_rows_per_pattern_are_the_plain_selections_on_a_walk():
+def test_the_history_restarts_along_the_held_rows_and_the_bound_columns_as_their_projector_says():
+    """``StepIntegration._restart_along`` (the Gram-matrix basis) against the plain formula: with ``P`` the
+    orthogonal projector onto the span of the held rows and the unit rows of the bound columns
+    (``pinv(M) M``), ``nu <- nu + P (m - nu)`` and every past ``nu`` likewise; also with rows that repeat or
+    vanish once the bound columns are zeroed, and with no bound column."""
+    from dynik_ros.retarget.retargeter import Retargeter
+
+    ik = Retargeter.from_config("g1").make_ik()
+    nv = ik.robot.nv
+    rng = np.random.default_rng(5)
+    base_rows = rng.normal(size=(12, nv))
+    cases = [
+        (base_rows, np.array([8, 9, 20])),
+        (base_rows, None),
+        (np.vstack((base_rows[:6], base_rows[:6])), np.array([7])),  # repeated rows: rank 6
+        (np.eye(nv)[[10, 11, 3]], np.array([10, 11])),  # two rows vanish on the bound columns
+    ]
+    for rows, columns in cases:
+        mean = rng.normal(size=nv)
+        ik.nu = rng.normal(size=nv)
+        ik._past_nu = rng.normal(size=ik._past_nu.shape)
+        nu, past = ik.nu.copy(), ik._past_nu.copy()
+        stacked = rows if columns is None else np.vstack((rows, np.eye(nv)[columns]))
+        projector = np.linalg.pinv(stacked) @ stacked
+        ik._restart_along(rows, mean, columns)
+        np.testing.assert_allclose(ik.nu, nu + projector @ (mean - nu), atol=1e-9)
+        np.testing.assert_allclose(ik._past_nu, past + (mean - past) @ projector, atol=1e-9)
+        np.testing.assert_allclose(stacked @ ik.nu, stacked @ mean, atol=1e-9)  # fixed where the rows act
+
+
+def test_held_directions_and_secant_rows_per_pattern_are_the_plain_selections_on_a_walk():
     """On every step of the committed walk on G1 and of a stand (hard stance, floor rows: the defaults), the
-    held columns and the secant's rows of the frames in contact, kept per combination of flags, are the
+    held directions and the secant's rows of the frames in contact, kept per combination of flags, are the
     plain selections of the step's flags."""
     from dynik_ros.cli.retarget import synthetic_motion
     from dynik_ros.io.motion_files import read_motion_file

@@ -236,7 +236,7 @@ def test_a_step_that_falls_back_to_priority_1_keeps_the_upper_body_moving():
     with OSQP's eps_rel at 1e-4 (at the default 1e-5 no step falls back): the fallback taken on 40-70 steps;
     the upper-body MNTE by forward kinematics of the written trajectory within 50 % of the default
     tolerance's (measured +43 %: the base and legs keep ``nu_1`` on those steps; on the old code 15x: 9.1e-2
-    against 6.1e-3), the held soles as level as there and sliding at most 1 mm (0.4 mm; 2.1 mm when the
+    against 6.1e-3), the held soles as level as there and sliding at most 1.6 mm (1.3 mm; 2.1 mm when the
     swing leg kept ``nu_1`` too, 3.8 mm on the old code)."""
     from dynik_ros.retarget.foot_figures import foot_figures
 
@@ -257,9 +257,10 @@ def test_a_step_that_falls_back_to_priority_1_keeps_the_upper_body_moving():
     assert mnte[1e-4] <= 1.5 * mnte[1e-5], mnte
     for loose, default in zip(feet[1e-4], feet[1e-5], strict=True):
         assert loose.tilt_flat_max_deg <= default.tilt_flat_max_deg + 0.2, (loose, default)
-        # the swing leg from the main QP on those steps (ExtraTerms._fallback): 0.4 mm; with nu_1's swing leg
-        # (stopped on each fallback step) the swing foot lagged up to 0.2 m and the sole slid 2.1-9 mm after
-        # the landing's blend
-        assert loose.slide_max_mm <= 1.0, (loose, default)
+        # the swing leg from the main QP on those steps (ExtraTerms._fallback): 0.4 mm, 1.3 mm since the held
+        # feet restart the history only along their rows' directions (ExtraTerms.held_directions: nu_1's base
+        # and legs stay in the rest of it); with nu_1's swing leg (stopped on each fallback step) the swing
+        # foot lagged up to 0.2 m and the sole slid 2.1-9 mm after the landing's blend, 3.8 on the old code
+        assert loose.slide_max_mm <= 1.6, (loose, default)
         # the loose tolerance's main QP leaves the floor rows out on 2 steps (1.0 mm, as on the old code)
         assert loose.penetration_max_mm <= 2.0, loose

@@ -195,7 +195,7 @@ def test_the_secants_check_on_the_frames_twists_is_the_jacobians(monkeypatch):
         twists = plain_check(self, ik, mean, h)
         base, q_mid = ik.advanced(mean, h)
         self._secant.update_jacobian(q_mid)
-        own = self._held_of(self.stance.pattern)[0]
+        own = self._held_of(self.stance.pattern)
         seen.append(np.abs(twists - self._secant.stacked_jacobian(base)[own] @ mean).max())
         return twists
 
@@ -233,7 +233,7 @@ def test_the_secants_twists_are_the_jacobians_on_a_fixed_and_a_floating_base():
             ik = DynamicalIK(robot, targets, DynamicalIKConfig(stance_frames=feet), q0=q0)
             extra = ik.extra
             extra.stance.observe(np.array(flags))
-            own = extra._held_of(extra.stance.pattern)[0]
+            own = extra._held_of(extra.stance.pattern)
             for _ in range(3):
                 mean, h = rng.normal(size=robot.nv), 0.004
                 twists = extra._held_velocity(ik, mean, h)

@@ -54,12 +54,9 @@ class ExtraTerms:
         # floor rows
         self._stance_start = self.dynamic_rows - (self.floor.n_rows if self.floor is not None else 0)
         self._stance_start -= self.stance.n_rows if self.stance is not None else 0
-        self._legs = None  # per stance frame, the joints that move it (its leg: kinematics.support)
         self._secant = None  # the stance rows' Jacobian half-way along the step (stance_secant), own data
         if self.stance is not None:
             targets = ik.targets
-            frames = [t.frame for t in (*targets.position_targets, *targets.orientation_targets)]
-            self._legs = ik.kinematics.support[[frames.index(f) for f in self.stance.frames]]
             self._stance_ids = [robot.frame_id(f) for f in self.stance.frames]
             position = {t.frame for t in targets.position_targets}
             orientation = {t.frame for t in targets.orientation_targets}
@@ -78,11 +75,10 @@ class ExtraTerms:
             self._secant_order = np.array(order, dtype=int)
             # per stance frame: has it position rows, orientation rows (StanceRows.rows, in this order)
             self._stance_parts = [(f in position, f in orientation) for f in self.stance.frames]
-        self._held: dict[tuple[bool, ...], tuple[np.ndarray, np.ndarray]] = {}  # _held_of, per stance pattern
+        self._held: dict[tuple[bool, ...], np.ndarray] = {}  # _held_of, per stance pattern
         self._start_poses: list | None = None  # the stance frames' placements at q_{k-1} (observe)
         self._corrected = None  # this step's v* itself (the stance rows are posed with it shifted)
         self._posed_offset = None  # the stance rows' offset as first posed (_predicted), per active row
-        self._base = np.arange(robot.base_dofs)
         self.priority = None  # priority 1 of the stance rows (core/stance_priority.py)
         if self.stance is not None and config.stance_priority:
             self.priority = StancePriority(
@@ -145,26 +141,28 @@ class ExtraTerms:
         if self.priority is not None:
             self.priority.restart()
 
-    def held_columns(self) -> np.ndarray | None:
-        """The columns of ``nu`` this step's stance rows act on (``None``: no foot in contact): the base and
-        the legs of the feet in contact, whose history the integration restarts at the step's mean the rows
-        fix (:mod:`.step_integration`). The legs alone are not enough: near a straight leg the rows pin the
-        base as well, whose trapezoid then alternates (Xsens take on G1: the main QP at its iteration limit on
-        25 steps, upper-body MNTE 6.2e-3 against 3.9e-3)."""
-        if self.stance is None or not self.stance.imposed:
+    def held_directions(self) -> np.ndarray | None:
+        """This step's imposed stance rows ``J_s`` ``(r, nv)``, whose row space is the directions of ``nu``
+        whose step mean they fix (``None``: no foot in contact): the integration restarts the history at that
+        mean along them (:meth:`.step_integration.StepIntegration._restart_along`), else
+        ``nu_k = 2 m_k - nu_{k-1}`` alternates there (Xsens take on G1: the main QP at its iteration limit on
+        25 steps, upper-body MNTE 6.2e-3 against 3.9e-3). Only along them: restarting the whole columns of
+        the base and the held legs also reset the base's motions that move no held foot (the legs turning
+        under it), which the trapezoid then integrated half a step late, and the trunk and arms on the base
+        with them (upper-body MNTE of the Mixamo strafe walk on TALOS 3.21e-3, the old feet's defaults
+        3.09e-3)."""
+        stance = self.stance
+        if stance is None or not stance.imposed or self._task is None or self._task[0] is None:
             return None
-        return self._held_of(self.stance.pattern)[1]
+        return self._task[0][stance.pattern.rows]
 
-    def _held_of(self, pattern) -> tuple[np.ndarray, np.ndarray]:
+    def _held_of(self, pattern) -> np.ndarray:
         """Per :class:`~.stance_rows.StancePattern` (built at its first step): the rows of the secant's
-        Jacobian of the frames in contact (:meth:`stance_secant`) and the columns of :meth:`held_columns`."""
+        Jacobian of the frames in contact (:meth:`stance_secant`)."""
         held = self._held.get(pattern.active)
         if held is None:
-            legs = np.flatnonzero(self._legs[np.array(pattern.active)].any(axis=0))
-            columns = np.concatenate((self._base, self._base.size + legs))
-            held = self._held[pattern.active] = (self._secant_order[pattern.mask], columns)
-            for part in held:
-                part.flags.writeable = False  # kept for every step with this pattern
+            held = self._held[pattern.active] = self._secant_order[pattern.mask]
+            held.flags.writeable = False  # kept for every step with this pattern
         return held
 
     def after_integration(self, ik) -> None:
@@ -176,7 +174,7 @@ class ExtraTerms:
         """A multistep rule against an active row makes ``nu_k`` alternate (measured on G1: support rows
         missed by up to 2 mm with Adams, 0.7 mm with the trapezoid, OSQP "solved inaccurate"); with the
         support or loop rows imposed the step is integrated by Euler. The stance rows bound the step's mean
-        and the held legs' history restarts at it (:meth:`held_columns`), so their steps keep the rule."""
+        and their history restarts at it (:meth:`held_directions`), so their steps keep the rule."""
         if self.loops is not None or (self.balance is not None and self.balance.imposes_support):
             ik.integrate_this_step_by_euler()
 
@@ -342,7 +340,7 @@ class ExtraTerms:
         if stance is None or not stance.imposed or self._task is None or self._task[0] is None:
             return solution
         rows = stance.pattern.rows
-        own = self._held_of(stance.pattern)[0]
+        own = self._held_of(stance.pattern)
         jacobian, _, weights = self._task
         held = jacobian[rows]
         corrected = self._corrected

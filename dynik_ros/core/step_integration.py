@@ -18,6 +18,7 @@ TRAPEZOID_WEIGHTS, EULER_WEIGHTS = np.array([0.5, 0.5]), np.ones(1)  # quadratur
 TRAPEZOID_WEIGHTS.flags.writeable = EULER_WEIGHTS.flags.writeable = False
 ROW_ROUND_OFF = 1e-4  # rad: a coupled row crossed by at most this is put back (OSQP's tolerance, not a jump)
 BOUND_TOLERANCE = 1e-6  # relative: nu_k within this of a bound counts as on it (OSQP's eps is 1e-5 absolute)
+REPEATED_DIRECTION = 1e-12  # eigenvalue of the held rows' Gram matrix, relative: below it not a direction
 
 
 class StepIntegration:
@@ -96,8 +97,9 @@ class StepIntegration:
         The step moves by ``dt`` times the corrector-weighted mean velocity: ``nu_k`` alone for ``"euler"``
         (the paper), the mean of ``nu_{k-1}`` and ``nu_k`` for ``"trapezoidal"``, Adams-Moulton over four
         samples for ``"adams"``. A rule of order ``p`` leaves a steady tracking error of about
-        ``dt^p |d^p nu/dt^p| / K``. ``held``: columns of ``nu`` whose mean the step's rows imposed (a held
-        foot's leg, :mod:`.stance_rows`): their history restarts at that mean.
+        ``dt^p |d^p nu/dt^p| / K``. ``held``: rows spanning the directions of ``nu`` whose mean the step's
+        rows imposed (a held foot's, :mod:`.stance_rows`): the history restarts at that mean along them
+        (:meth:`_restart_along`).
         """
         nb = self.robot.base_dofs
         mean = self.step_mean(nu)
@@ -123,18 +125,43 @@ class StepIntegration:
         self._past_nu[0] = self.nu
         self._past_dt = [dt, *self._past_dt[: MAX_HISTORY - 1]]
         self.nu = nu
-        if held is not None and len(self._corrector) > 1:
-            self._restart_history(held, mean[held])
-        if self.config.restart_at_bounds and len(self._corrector) > 1:
-            self._restart_history_at_bounds(mean[nb:])
+        if len(self._corrector) == 1:
+            return
+        at_bounds = self._columns_at_bounds() if self.config.restart_at_bounds else None
+        if held is not None:
+            self._restart_along(held, mean, at_bounds)
+        elif at_bounds is not None:
+            self._restart_history(at_bounds, mean[at_bounds])
 
     def _restart_history(self, columns: np.ndarray, mean: np.ndarray) -> None:
         """``nu_k = nu_{k-1} = ... = m`` on ``columns``: the step's own mean velocity ``mean`` there, a
         constant the rule integrates exactly. Where a row fixes the mean, ``nu_k = (m - c) / w_0``
-        deconvolves the history through the rule's weights (:meth:`_restart_history_at_bounds`): with the
+        deconvolves the history through the rule's weights (:meth:`_columns_at_bounds`): with the
         trapezoid ``nu_k = 2 m_k - nu_{k-1}`` alternates for as long as the row holds."""
         self.nu[columns] = mean
         self._past_nu[:, columns] = mean
+
+    def _restart_along(self, rows: np.ndarray, mean: np.ndarray, columns: np.ndarray | None) -> None:
+        """:meth:`_restart_history` along the row space of ``rows`` (the held feet's rows) and ``columns``
+        (joints on a bound, :meth:`_columns_at_bounds`) instead of whole columns: with ``V`` an orthonormal
+        basis of both, ``nu <- nu + V^T V (m - nu)`` for ``nu_k`` and every past ``nu``, so
+        ``V nu_k = V nu_{k-1} = ... = V m``; what ``V`` leaves out (motions that move no held foot) keeps its
+        history. The two restarted one after the other would undo each other: a held leg's joint on its bound,
+        restarted last, moved the foot the history carries off the rows' mean, which then alternated there.
+        ``V``: the columns themselves, and ``rows`` with those columns zeroed (the same span, orthogonal to
+        them) orthonormalised through their Gram matrix ``G = J J^T = U diag(l) U^T``:
+        ``V_J = diag(l)^-1/2 U^T J`` on the eigenvalues above ``REPEATED_DIRECTION`` of the largest (an SVD
+        of the stack cost ~10x)."""
+        if columns is not None:
+            rows = rows.copy()
+            rows[:, columns] = 0.0
+        values, vectors = np.linalg.eigh(rows @ rows.T)
+        kept = values > REPEATED_DIRECTION * values[-1]
+        basis = (vectors[:, kept].T @ rows) / np.sqrt(values[kept])[:, None]
+        self.nu += basis.T @ (basis @ (mean - self.nu))
+        self._past_nu += (mean - self._past_nu) @ basis.T @ basis
+        if columns is not None:
+            self._restart_history(columns, mean[columns])
 
     def _back_inside_coupled_rows(self, previous: np.ndarray, dt: float) -> None:
         """``A s <= b`` (eq. 11) where the step crossed a row by no more than ``ROW_ROUND_OFF``: as the clip
@@ -157,10 +184,10 @@ class StepIntegration:
         s = np.clip(s, previous - reach, previous + reach)
         self.joint_positions = np.clip(s, self.robot.lower, self.robot.upper)
 
-    def _restart_history_at_bounds(self, mean: np.ndarray) -> None:
-        """Per joint whose ``nu_k`` ended on a bound of the QP, the history becomes the step's own mean
-        velocity ``m`` (``nu_k = nu_{k-1} = ... = m``): what the joint did, a constant the rule integrates
-        exactly.
+    def _columns_at_bounds(self) -> np.ndarray | None:
+        """The columns of the joints whose ``nu_k`` ended on a bound of the QP (``None``: none), whose
+        history becomes the step's own mean velocity ``m`` (``nu_k = nu_{k-1} = ... = m``): what the joint
+        did, a constant the rule integrates exactly.
 
         On a bound the QP does not choose ``nu_k``: the bound fixes the mean ``m = w_0 nu_k + c`` and
         ``nu_k = (m - c) / w_0``, i.e. the history is deconvolved through the rule's weights, whose
@@ -175,4 +202,5 @@ class StepIntegration:
         # only the bounds on the mean deconvolve; nu_k held at its own velocity limit is a constant
         active = ((s_dot >= upper - slack) & (upper < vmax)) | ((s_dot <= lower + slack) & (lower > -vmax))
         if np.count_nonzero(active):  # (.any()'s wrappers cost more)
-            self._restart_history(nb + np.flatnonzero(active), mean[active])
+            return nb + np.flatnonzero(active)
+        return None
