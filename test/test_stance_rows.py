@@ -130,21 +130,26 @@ def _pulled_run(stance: str, floor_rows: bool | None = None, priority: bool = Tr
     return rt, infos, result
 
 
+def _foot_poses(rt, qs: np.ndarray, frame: str) -> list:
+    """The world placements of ``frame`` at every configuration of ``qs`` (forward kinematics)."""
+    model = rt.robot.model
+    data = model.createData()
+    fid = rt.robot.frame_id(frame)
+    poses = []
+    for q in qs:
+        pin.framesForwardKinematics(model, data, q)
+        poses.append(data.oMf[fid].copy())
+    return poses
+
+
 def _stand_against_the_legs(stance: str, floor_rows: bool | None = None):
     """Per foot of :func:`_pulled_run`, its largest displacement (m) and tilt (deg) after 0.5 s, by forward
     kinematics of the written trajectory."""
     rt, _, result = _pulled_run(stance, floor_rows)
-    t = result.times - result.times[0]
-    model = rt.robot.model
-    data = model.createData()
-    late = t >= 0.5
+    late = result.times - result.times[0] >= 0.5
     figures = []
     for foot in rt.config.feet:
-        fid = rt.robot.frame_id(foot.frame)
-        poses = []
-        for q in result.q[late]:
-            pin.framesForwardKinematics(model, data, q)
-            poses.append(data.oMf[fid].copy())
+        poses = _foot_poses(rt, result.q[late], foot.frame)
         moved = max(np.linalg.norm(p.translation - poses[0].translation) for p in poses)
         tilt = max(np.degrees(np.arccos(min(1.0, p.rotation[2, 2]))) for p in poses)
         figures.append((moved, tilt))
@@ -308,13 +313,8 @@ def test_held_feet_leave_the_base_its_integration_where_it_moves_no_held_foot():
         upper = [not any(k in rt.config.target(f).link for k in lower) for f in frames]
         mnte[stance] = float((1.0 - np.cos(result.orientation_error[late][:, upper])).mean())
         if stance == "hard":
-            model, data = rt.robot.model, rt.robot.model.createData()
             for foot in rt.config.feet:
-                fid = rt.robot.frame_id(foot.frame)
-                poses = []
-                for q in result.q[late]:
-                    pin.framesForwardKinematics(model, data, q)
-                    poses.append(data.oMf[fid].copy())
+                poses = _foot_poses(rt, result.q[late], foot.frame)
                 moved = max(np.linalg.norm(p.translation - poses[0].translation) for p in poses)
                 turned = max(np.linalg.norm(pin.log3(poses[0].rotation.T @ p.rotation)) for p in poses)
                 assert moved < 1e-4 and np.degrees(turned) < 0.05, (foot.frame, moved, np.degrees(turned))

@@ -115,6 +115,14 @@ def save_npz_motion(motion: Any, path: str | Path) -> Path:
     return path
 
 
+def _rate_and_stamps(motion: HumanMotion, rate: float) -> tuple[float, np.ndarray]:
+    """``rate`` as a float (``ValueError`` unless positive and finite) and the take's stamps."""
+    rate = float(rate)
+    if not (math.isfinite(rate) and rate > 0.0):
+        raise ValueError(f"rate must be positive and finite, got {rate}")
+    return rate, np.asarray(motion.times, dtype=float)
+
+
 DIVISOR_TOLERANCE = 0.01  # at_rate: how near an integer the take's rate over the asked one must be
 
 
@@ -123,10 +131,7 @@ def resampled(motion: HumanMotion, rate: float) -> HumanMotion:
     linear between the two samples around each new stamp, rotations along the geodesic between them
     (``R_k exp(s log(R_k^T R_k+1))``). E.g. a take played slower (:func:`time_scaled`) brought back to its
     capture rate, so the IK steps as often as before."""
-    rate = float(rate)
-    if not (math.isfinite(rate) and rate > 0.0):
-        raise ValueError(f"rate must be positive and finite, got {rate}")
-    times = np.asarray(motion.times, dtype=float)
+    rate, times = _rate_and_stamps(motion, rate)
     if len(times) < 2:
         return motion
     from dataclasses import replace
@@ -164,10 +169,7 @@ def at_rate(motion: HumanMotion, rate: float) -> HumanMotion:
     """``motion`` stepped at ``rate`` Hz: every ``n``-th sample as captured where the take's mean rate is
     ``n`` times ``rate`` to within ``DIVISOR_TOLERANCE`` of a sample (a 120 Hz take at 60 Hz: every second
     sample; BVH frame times are rounded, so the stamps are not an exact grid), else :func:`resampled`."""
-    rate = float(rate)
-    if not (math.isfinite(rate) and rate > 0.0):
-        raise ValueError(f"rate must be positive and finite, got {rate}")
-    times = np.asarray(motion.times, dtype=float)
+    rate, times = _rate_and_stamps(motion, rate)
     if len(times) < 2:
         return motion
     ratio = (len(times) - 1) / float(times[-1] - times[0]) / rate
