@@ -81,9 +81,8 @@ def _quaternions(m: np.ndarray) -> np.ndarray:
     trace = e[0][0] + e[1][1] + e[2][2]
     choice = np.stack((e[0][0], e[1][1], e[2][2], trace)).argmax(axis=0)
     q = np.empty((4, len(m)))
-    for i in range(
-        3
-    ):  # q_i largest: q_i = 1 - tr R + 2 R_ii, q_j = R_ji + R_ij, q_k = R_ki + R_ik, w = R_kj - R_jk
+    # q_i largest: q_i = 1 - tr R + 2 R_ii, q_j = R_ji + R_ij, q_k = R_ki + R_ik, w = R_kj - R_jk
+    for i in range(3):
         j, k = (i + 1) % 3, (i + 2) % 3
         rows = choice == i
         q[i] = np.where(rows, 1 - trace + 2 * e[i][i], q[i])
