@@ -136,10 +136,10 @@ def _check_held_per_step(ik, measurements, times, seen: set) -> None:
         flags = np.array(stance.active)
         seen.add(tuple(bool(f) for f in flags))
         if not flags.any():
-            assert extra.held_directions() is None
+            assert extra.held_rows() is None
             continue
         held = extra._task[0][np.concatenate([r for on, r in zip(flags, stance.rows, strict=True) if on])]
-        np.testing.assert_array_equal(extra.held_directions(), held)
+        np.testing.assert_array_equal(extra.held_rows(), held)
         own = []  # the secant Jacobian's rows (position frames, then orientation frames) per frame in contact
         for on, fid in zip(flags, extra._stance_ids, strict=True):
             if on:
@@ -181,7 +181,7 @@ def test_the_history_restarts_along_the_held_rows_and_the_bound_columns_as_their
         np.testing.assert_allclose(stacked @ ik.nu, stacked @ mean, atol=1e-9)  # fixed where the rows act
 
 
-def test_held_directions_and_secant_rows_per_pattern_are_the_plain_selections_on_a_walk():
+def test_held_rows_and_secant_rows_per_pattern_are_the_plain_selections_on_a_walk():
     """On every step of the committed walk on G1 and of a stand (hard stance, floor rows: the defaults), the
     held directions and the secant's rows of the frames in contact, kept per combination of flags, are the
     plain selections of the step's flags."""

@@ -258,7 +258,7 @@ def test_a_step_that_falls_back_to_priority_1_keeps_the_upper_body_moving():
     for loose, default in zip(feet[1e-4], feet[1e-5], strict=True):
         assert loose.tilt_flat_max_deg <= default.tilt_flat_max_deg + 0.2, (loose, default)
         # the swing leg from the main QP on those steps (ExtraTerms._fallback): 0.4 mm, 1.3 mm since the held
-        # feet restart the history only along their rows' directions (ExtraTerms.held_directions: nu_1's base
+        # feet restart the history only along their rows' directions (ExtraTerms.held_rows: nu_1's base
         # and legs stay in the rest of it); with nu_1's swing leg (stopped on each fallback step) the swing
         # foot lagged up to 0.2 m and the sole slid 2.1-9 mm after the landing's blend, 3.8 on the old code
         assert loose.slide_max_mm <= 1.6, (loose, default)

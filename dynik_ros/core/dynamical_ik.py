@@ -529,7 +529,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
             else:
                 low, high = self._free_bounds()
                 nu[nb:] = self._columns @ np.clip(nu[nb:][self._free_rows], low, high)
-            self._integrate(nu, dt, extra_terms.held_directions() if extra_terms is not None else None)
+            self._integrate(nu, dt, extra_terms.held_rows() if extra_terms is not None else None)
             if extra_terms is not None:
                 extra_terms.after_integration(self)
         else:  # hold: no motion at all this step, and the next solve starts from scratch

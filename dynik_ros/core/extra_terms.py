@@ -141,7 +141,7 @@ class ExtraTerms:
         if self.priority is not None:
             self.priority.restart()
 
-    def held_directions(self) -> np.ndarray | None:
+    def held_rows(self) -> np.ndarray | None:
         """This step's imposed stance rows ``J_s`` ``(r, nv)``, whose row space is the directions of ``nu``
         whose step mean they fix (``None``: no foot in contact): the integration restarts the history at that
         mean along them (:meth:`.step_integration.StepIntegration._restart_along`), else
@@ -174,7 +174,7 @@ class ExtraTerms:
         """A multistep rule against an active row makes ``nu_k`` alternate (measured on G1: support rows
         missed by up to 2 mm with Adams, 0.7 mm with the trapezoid, OSQP "solved inaccurate"); with the
         support or loop rows imposed the step is integrated by Euler. The stance rows bound the step's mean
-        and their history restarts at it (:meth:`held_directions`), so their steps keep the rule."""
+        and their history restarts at it (:meth:`held_rows`), so their steps keep the rule."""
         if self.loops is not None or (self.balance is not None and self.balance.imposes_support):
             ik.integrate_this_step_by_euler()
 

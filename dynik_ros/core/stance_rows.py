@@ -17,7 +17,7 @@ and written moves the foot as ``v*`` asks and the step keeps its rule (it was sw
 the trapezoid's carried velocity of every joint). A row that fixes the mean makes ``nu_k = (m - c) / w_0``
 alternate (the trapezoid's ``2 m_k - nu_{k-1}``: Xsens take on G1, 6 % of the joint-steps zig-zag, the stance
 rows yielding on 59 steps), so the history restarts at the step's mean along the directions they fix, the row
-space of their Jacobian (:meth:`~.extra_terms.ExtraTerms.held_directions`), not on the base's and held legs'
+space of their Jacobian (:meth:`~.extra_terms.ExtraTerms.held_rows`), not on the base's and held legs'
 whole columns (which also delayed the base's motions that move no held foot, the trunk and arms with them).
 The foot moves by ``dt J(q_mid) m`` (``q_mid`` half-way along the step), not by ``dt J m`` with the step's
 Jacobian (where the step was predicted to end): where the
