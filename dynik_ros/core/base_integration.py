@@ -17,23 +17,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from dynik_ros.core.so3 import exp_so3, skew
+from dynik_ros.core.so3 import exp_so3_rows, skew
 
 SCHEMES = ("exp", "euler")
 
 
 def orthonormality_correction(rotation: np.ndarray, gain: float) -> np.ndarray:
     """``A = rho/2 ((R^T R)^-1 - I)`` of eq. (14a); the symmetric 3x3 inverse by its adjugate."""
+    return np.array(_correction_rows(rotation, gain))
+
+
+def _correction_rows(rotation: np.ndarray, gain: float) -> tuple[tuple[float, float, float], ...]:
+    """The rows of :func:`orthonormality_correction` as Python floats (:func:`integrate_rotation` adds them
+    to the exponential's before making one array)."""
     (a, b, c), (_, d, e), (_, _, f) = (rotation.T @ rotation).tolist()
     cofactors = (d * f - e * e, c * e - b * f, b * e - c * d, a * f - c * c, b * c - a * e, a * d - b * b)
     s = 0.5 * gain / (a * cofactors[0] + b * cofactors[1] + c * cofactors[2])
     h = 0.5 * gain
-    return np.array(
-        (
-            (s * cofactors[0] - h, s * cofactors[1], s * cofactors[2]),
-            (s * cofactors[1], s * cofactors[3] - h, s * cofactors[4]),
-            (s * cofactors[2], s * cofactors[4], s * cofactors[5] - h),
-        )
+    return (
+        (s * cofactors[0] - h, s * cofactors[1], s * cofactors[2]),
+        (s * cofactors[1], s * cofactors[3] - h, s * cofactors[4]),
+        (s * cofactors[2], s * cofactors[4], s * cofactors[5] - h),
     )
 
 
@@ -44,8 +48,12 @@ def integrate_rotation(
     if scheme not in SCHEMES:
         raise ValueError(f"unknown rotation integration scheme '{scheme}', expected one of {SCHEMES}")
     rho = min(gain, 1.0 / dt)
-    correction = orthonormality_correction(rotation, rho)
     omega_body = rotation.T @ omega_world
     if scheme == "euler":
-        return rotation + dt * rotation @ (skew(omega_body) + correction)
-    return rotation @ (exp_so3(omega_body * dt) + dt * correction)
+        return rotation + dt * rotation @ (skew(omega_body) + orthonormality_correction(rotation, rho))
+    # exp(S(omega_body dt)) + dt A entry by entry in floats, the sums numpy's would make, in one array
+    x, y, z = omega_body.tolist()
+    (e0, e1, e2), (e3, e4, e5), (e6, e7, e8) = exp_so3_rows(x * dt, y * dt, z * dt)
+    (a0, a1, a2), (a3, a4, a5), (a6, a7, a8) = _correction_rows(rotation, rho)
+    step = ((e0 + dt * a0, e1 + dt * a1, e2 + dt * a2), (e3 + dt * a3, e4 + dt * a4, e5 + dt * a5))
+    return rotation @ np.array((*step, (e6 + dt * a6, e7 + dt * a7, e8 + dt * a8)))

@@ -393,9 +393,11 @@ class ExtraTerms:
         ):
             if on:
                 twist = pin.getFrameVelocity(robot.model, data, fid, frame)
-                if pos:
+                if pos and ori:  # (linear, angular) in one read
+                    twists.append(twist.vector)
+                elif pos:
                     twists.append(twist.linear)
-                if ori:
+                elif ori:
                     twists.append(twist.angular)
         stacked = np.concatenate(twists)
         return (stacked.reshape(-1, 3) @ rotation.T).reshape(-1) if nb else stacked

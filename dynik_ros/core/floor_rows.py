@@ -152,8 +152,11 @@ class FloorRows:
             vertical, ang_x, ang_y = jacobian[self._stacked_rows].reshape(3, self.n_rows, -1)
         else:
             vertical, ang_x, ang_y = self._pinocchio_rows(model, data)
-        # vertical velocity of the point: v_z + (omega x lever)_z
-        self._jacobian[:] = vertical + levers[:, 1, None] * ang_x - levers[:, 0, None] * ang_y
+        # vertical velocity of the point: v_z + (omega x lever)_z, written in place (a sum is the same either
+        # way round: l_y w_x + v_z is v_z + l_y w_x to the bit)
+        jacobian_z = np.multiply(levers[:, 1, None], ang_x, out=self._jacobian)
+        jacobian_z += vertical
+        jacobian_z -= levers[:, 0, None] * ang_y
         predicted = origins[:, 2] + levers[:, 2] - self.config.height
         gamma = self.config.gain
         self._bound = ((1.0 - gamma) * self.previous - predicted) / dt + self._jacobian @ predicted_mean

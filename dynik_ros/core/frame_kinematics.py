@@ -51,6 +51,8 @@ class FrameKinematics:
         self._pose_gather = pose_indices(self._all_ids)  # per frame: rotation row-major, translation
         self._position_gather = tuple(g[: self._n_pos, 9:] for g in self._pose_gather)
         self._support_pos = support[: self._n_pos]
+        # the same mask as floats, shaped for the linear rows (multiplying by the bools cast them every step)
+        self._support_factor = self._support_pos[:, None, :].astype(float)
         # Gather indices of the angular rows' structural non-zeros: row, column of J, axis in data.J.
         frame, column = np.nonzero(support[self._n_pos :])
         axis = np.tile(np.arange(3), frame.size)
@@ -63,6 +65,7 @@ class FrameKinematics:
         self._ori_dst_flat = np.ravel_multi_index((self._ori_rows, self._ori_src[1]), self.jacobian.shape)
         self._jacobian_flat = self.jacobian.reshape(-1)  # a view
         self._zero_column = np.zeros((self._n_pos, 1))
+        self._zero_columns = np.zeros((2 * self._n_pos, 1))  # (stacked_jacobian's two sets of skews at once)
         if nb:
             self.jacobian[: 3 * self._n_pos, :3] = np.tile(np.eye(3), (self._n_pos, 1))
             self.jacobian[3 * self._n_pos :, 3:6] = np.tile(np.eye(3), (len(self.orientation_ids), 1))
@@ -136,15 +139,19 @@ class FrameKinematics:
         out = self.jacobian
         if npos:
             p = self._positions_all[:npos]
+            if nb:  # the skews of p and of p - p_B gathered in one go (the same entries, fewer calls)
+                skews = _minus_skews(np.concatenate((p, p - base_position)), self._zero_columns)
+            else:
+                skews = _minus_skews(p, self._zero_column)
             # velocity of point p: v_O + omega x p = v_O - S(p) omega, for every joint column and every frame
             # at once: the frames' -S(p) stacked (3 npos x 3) times the angular rows, one product
-            velocity = (_minus_skews(p, self._zero_column) @ ang).reshape(npos, 3, -1)
+            velocity = (skews[: 3 * npos] @ ang).reshape(npos, 3, -1)
             velocity += lin
-            velocity *= self._support_pos[:, None, :]
+            velocity *= self._support_factor
             out[: 3 * npos, nb:] = velocity.reshape(3 * npos, -1)
             if nb:
                 # d/d omega_B of (p_B_dot + omega_B x (p - p_B)) = -S(p - p_B)
-                out[: 3 * npos, 3:6] = _minus_skews(p - base_position, self._zero_column)
+                out[: 3 * npos, 3:6] = skews[3 * npos :]
         # angular rows: the world angular velocity of every supporting joint column, copied in place
         if jw.flags.f_contiguous:
             self._jacobian_flat[self._ori_dst_flat] = jw.reshape(-1, order="F")[self._ori_src_flat]
