@@ -35,6 +35,7 @@ def _flapack_from_file():
             loader = importlib.machinery.ExtensionFileLoader(_MODULE, str(path))
             module = importlib.util.module_from_spec(importlib.util.spec_from_loader(_MODULE, loader))
             loader.exec_module(module)
+            sys.modules[_MODULE] = module  # a later ``import scipy.linalg`` takes this one, not a second copy
             return module
     return None
 
