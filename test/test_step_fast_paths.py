@@ -218,6 +218,32 @@ def test_the_few_rows_check_passes_only_rows_the_fast_path_passes():
     assert min(counts.values()) > 100, counts
 
 
+def test_the_few_rows_check_reads_each_entry_of_r_transpose_r():
+    """``_few_rows_plainly_valid`` refuses a rotation whose ``R^T R - I`` is past the tolerance in any one of
+    its six entries, above or below (a column too long or too short, two columns not orthogonal either way),
+    as the fast path does, and passes it within: each entry is checked, not only their largest at random."""
+    from dynik_ros.core.targets import _few_rows_plainly_valid, _field_shapes, _plain_values
+
+    rng = np.random.default_rng(9)
+    tolerance = 1e-3
+    pairs = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
+    for trial in range(600):
+        rotation = exp_so3(rng.normal(size=3) * 2.0)
+        i, j = pairs[trial % 6]
+        for size, inside in ((0.5, True), (1.5, False)):
+            gap = size * tolerance * rng.choice([-1.0, 1.0])
+            bent = rotation.copy()
+            if i == j:  # column i's squared norm 1 + gap
+                bent[:, i] *= math.sqrt(1.0 + gap)
+            else:  # column j leans towards column i: their dot product gap (and |col j|^2 1 + gap^2)
+                bent[:, j] += gap * rotation[:, i]
+            values = [rng.normal(size=(2, 3)), bent[None], rng.normal(size=(2, 3)), rng.normal(size=(1, 3))]
+            full = (*values, None, None, None, None)
+            expected = _plain_values(full, _field_shapes(2, 1), 1, tolerance)
+            assert expected is inside, (trial, i, j, gap)
+            assert _few_rows_plainly_valid(values, tolerance) is inside, (trial, i, j, gap)
+
+
 def test_quaternion_of_one_matrix_is_the_vectorised_formula():
     """The scalar path (the solver's base per step) equals the vectorised Shepperd formula on random
     rotations, every largest-component case and half turns, and refuses non-finite entries."""

@@ -349,17 +349,19 @@ def _few_rows_plainly_valid(values: Sequence[np.ndarray | None], rotation_tolera
     if not math.isfinite(total):  # NaN and infinities propagate (an overflow: the fast path decides)
         return False
     limit = rotation_tolerance - _ROUNDING_MARGIN
+    low = -limit
     for a, b, c, d, e, f, g, h, i in rotations.reshape(-1, 9).tolist():
-        # R^T R: the columns' squared norms and their dot products; det R by Leibniz (row-major a..i)
-        gram = (
-            a * a + d * d + g * g - 1.0,
-            b * b + e * e + h * h - 1.0,
-            c * c + f * f + i * i - 1.0,
-            a * b + d * e + g * h,
-            a * c + d * f + g * i,
-            b * c + e * f + h * i,
-        )
-        if not max(abs(x) for x in gram) <= limit:
+        # R^T R: the columns' squared norms and their dot products, each within the limit (a NaN, from
+        # infinite products of finite values, is not); det R by Leibniz (row-major a..i). Compared one by
+        # one: a tuple and max over a generator cost more than the rest of the check
+        if not (
+            low <= a * a + d * d + g * g - 1.0 <= limit
+            and low <= b * b + e * e + h * h - 1.0 <= limit
+            and low <= c * c + f * f + i * i - 1.0 <= limit
+            and low <= a * b + d * e + g * h <= limit
+            and low <= a * c + d * f + g * i <= limit
+            and low <= b * c + e * f + h * i <= limit
+        ):
             return False
         if (
             not (a * e * i + b * f * g + c * d * h) - (c * e * g + b * d * i + a * f * h)
