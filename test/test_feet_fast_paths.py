@@ -4,9 +4,11 @@ foot at every sample of a take, twice offline (``Retargeter.compute`` and the ``
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from dynik_ros.retarget.contact_floats import blended_rate, dot, faded, held, nearest
+from dynik_ros.retarget.contact_floats import blended_rate, dot, faded, held, lowest, nearest
 from dynik_ros.retarget.foot_contact import _Rules
 
 
@@ -66,7 +68,12 @@ def test_the_held_target_and_rate_in_floats_are_the_numpy_formulas():
             target = anchor[k] - lever[k] - (1.0 - beta[k]) * reach[k]
             rate = -np.cross(omega[k], lever[k]) + (reach[k] / blend[k] if beta[k] < 1.0 else 0.0)
             got_target, got_rate = held(
-                anchor[k], lever[k], reach[k], omega[k], float(beta[k]), float(blend[k])
+                anchor[k].tolist(),
+                lever[k].tolist(),
+                reach[k].tolist(),
+                omega[k].tolist(),
+                float(beta[k]),
+                float(blend[k]),
             )
             assert _same_bits(got_target, target), (k, got_target, target)
             # np.cross's own order of operations on a pair: what cross_values repeats (finite values; with
@@ -148,3 +155,75 @@ def test_the_rules_derived_from_the_spec_follow_a_spec_set_later():
         contact.spec = spec
         assert contact.spec is spec
         assert vars(contact.rules) == vars(_Rules(spec)) != before
+
+
+def test_the_lowest_sole_point_in_floats_is_numpy_argmin():
+    """``lowest`` = ``np.argmin`` of the points' heights: the first of equal ones, the first NaN if any (one
+    to four points, heights often tied: a level sole)."""
+    rng = np.random.default_rng(6)
+    for k in range(6000):
+        points = rng.normal(size=(int(rng.integers(1, 5)), 3))
+        if k % 3 == 0:
+            points[:, 2] = rng.choice([0.0, -0.0, -0.035, 1.0], size=len(points))  # ties, signed zeros
+        if k % 7 == 0:
+            points[rng.integers(len(points)), 2] = np.nan
+            if k % 2:
+                points[rng.integers(len(points)), 2] = np.nan
+        if k % 11 == 0:
+            points[:, 2] = rng.choice([np.inf, -np.inf, 1e308], size=len(points))
+        assert lowest(points.tolist()) == int(points[:, 2].argmin()), (k, points)
+
+
+def test_a_replayed_measurement_is_dataclasses_replace():
+    """``robot_anchor.with_rows`` (a replayed sample's measurement with its feet's rows replaced) is
+    ``dataclasses.replace`` of those four fields: every other field kept, ``m`` untouched, a new object; and
+    ``Measurements`` has no ``__post_init__`` that ``replace`` would run and ``with_rows`` does not."""
+    from dataclasses import fields, replace
+
+    from dynik_ros.core.targets import Measurements
+    from dynik_ros.retarget.robot_anchor import with_rows
+
+    assert not hasattr(Measurements, "__post_init__")
+    rng = np.random.default_rng(7)
+    m = Measurements(
+        rng.normal(size=(5, 3)),
+        rng.normal(size=(7, 3, 3)),
+        rng.normal(size=(5, 3)),
+        rng.normal(size=(7, 3)),
+        com_position=rng.normal(size=3),
+        com_velocity=rng.normal(size=3),
+        contacts=np.array([True, False]),
+        stance=np.array([False, True]),
+        weight_scale=rng.random(36),
+        min_gain=rng.random(36),
+    )
+    before = {f.name: getattr(m, f.name) for f in fields(m)}
+    for linear, angular in ((rng.normal(size=(5, 3)), rng.normal(size=(7, 3))), (None, None)):
+        positions, rotations = rng.normal(size=(5, 3)), rng.normal(size=(7, 3, 3))
+        got = with_rows(m, positions, rotations, linear, angular)
+        expected = replace(
+            m, positions=positions, rotations=rotations, linear_velocities=linear, angular_velocities=angular
+        )
+        assert type(got) is Measurements and got is not m
+        assert vars(got).keys() == vars(expected).keys()
+        for name in vars(expected):
+            assert getattr(got, name) is getattr(expected, name), name
+        assert all(getattr(m, name) is value for name, value in before.items())
+
+
+def test_the_level_rotation_is_built_again_when_the_heading_changes():
+    """``FootContact._level`` (``R_z(psi_land)``, kept per foot while its heading stays) is the rotation
+    built from the heading it has now, bit for bit, after every change of heading (a new float object, or
+    the same value set again) and on each foot."""
+    from dynik_ros.retarget import Retargeter
+
+    contact = Retargeter.from_config("g1").contact
+    rng = np.random.default_rng(8)
+    for k in range(500):
+        f = int(rng.integers(len(contact.feet)))
+        if k % 4:  # (else the heading kept: the kept rotation)
+            contact.landing_yaw[f] = float(rng.choice([0.0, -0.0, np.pi, rng.uniform(-4.0, 4.0)]))
+        yaw = contact.landing_yaw[f]
+        c, s = math.cos(yaw), math.sin(yaw)
+        expected = np.array(((c, -s, 0.0), (s, c, 0.0), (0.0, 0.0, 1.0)))
+        assert _same_bits(contact._level(f), expected), (k, yaw)

@@ -19,14 +19,29 @@ dot = np.dot
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a x b`` of two 3-vectors in float arithmetic, the same operations as ``np.cross`` (which costs
     about ten times more on a single pair: it is called for every held foot at every sample)."""
-    return np.array(cross_values(a, b))
+    return np.array(cross_values(a.tolist(), b.tolist()))
 
 
-def cross_values(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
-    """:func:`cross` as three floats."""
-    a0, a1, a2 = a.tolist()
-    b0, b1, b2 = b.tolist()
+def cross_values(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
+    """:func:`cross` of two 3-vectors given as floats, as three floats."""
+    a0, a1, a2 = a
+    b0, b1, b2 = b
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+def lowest(points: Sequence[Sequence[float]]) -> int:
+    """The index of the lowest of ``points`` (by their third coordinate): ``np.argmin`` of the heights (the
+    first of equal ones; the first NaN if there is one), without its per-call cost on a sole's few points."""
+    j, low = 0, points[0][2]
+    if low != low:
+        return 0
+    for i in range(1, len(points)):
+        z = points[i][2]
+        if z != z:
+            return i
+        if z < low:
+            j, low = i, z
+    return j
 
 
 def blended_rate(
@@ -48,14 +63,20 @@ def blended_rate(
 
 
 def held(
-    anchor: np.ndarray, lever: np.ndarray, reach: np.ndarray, omega: np.ndarray, beta: float, blend: float
+    anchor: Sequence[float],
+    lever: Sequence[float],
+    reach: Sequence[float],
+    omega: Sequence[float],
+    beta: float,
+    blend: float,
 ) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
     """A held foot's position target ``anchor - lever - (1 - beta) reach`` and its rate ``-(omega x lever)
     + reach / blend`` (``+ 0`` once blended in, ``beta >= 1``) (:meth:`FootContact.advance`), per component in
-    floats: numpy's operations on the 3-vectors in the same order (``test_feet_fast_paths``)."""
-    a0, a1, a2 = anchor.tolist()
-    p0, p1, p2 = lever.tolist()
-    r0, r1, r2 = reach.tolist()
+    floats: numpy's operations on the 3-vectors in the same order (``test_feet_fast_paths``). The vectors
+    come as floats (``.tolist()``): the caller has the sole points' as one list already."""
+    a0, a1, a2 = anchor
+    p0, p1, p2 = lever
+    r0, r1, r2 = reach
     rest = 1.0 - beta
     target = (a0 - p0 - rest * r0, a1 - p1 - rest * r1, a2 - p2 - rest * r2)
     c0, c1, c2 = cross_values(omega, lever)

@@ -72,7 +72,7 @@ import pinocchio as pin
 from dynik_ros.estimation.kinematic_contact import foot_speeds, next_contact, sole_heights
 from dynik_ros.retarget.calibration import Calibration
 from dynik_ros.retarget.config import ContactSpec, FootSpec
-from dynik_ros.retarget.contact_floats import blended_rate, cross, dot, faded, held, nearest
+from dynik_ros.retarget.contact_floats import blended_rate, cross_values, dot, faded, held, lowest, nearest
 from dynik_ros.retarget.heel_noise import HeelToeNoise
 from dynik_ros.retarget.leg_reach import reach_shift
 
@@ -204,6 +204,8 @@ class FootContact:
         self.release_delta: list[np.ndarray | None] = [None] * n
         self.contact_at = [0.0] * n
         self.landing_yaw = [0.0] * n
+        # per foot, (heading, R_z(heading)) of the last level rotation built (_level; None: none yet)
+        self._levels: list[tuple[float, np.ndarray] | None] = [None] * n
         self.level = [0.0] * n  # alpha: 0 = the human's orientation, 1 = level (see the module docstring)
         self.level_at_release = [0.0] * n
         self.quiet_until = [-math.inf] * n  # after a drift release: no new contact before this time
@@ -229,6 +231,20 @@ class FootContact:
         touch-down's shift into reach (:attr:`reach`) the held target has, and ``x`` of the level blend
         (:func:`blend_in`)."""
         return min(1.0, (t - self.contact_at[f]) / max(self.spec.blend_time, 1e-9))
+
+    def _level(self, f: int) -> np.ndarray:
+        """The level rotation ``R_z(psi_land)`` of foot ``f`` (module docstring), built again only when its
+        heading :attr:`landing_yaw` is another float object (set at touch-down and re-anchoring: once per
+        contact, where it was built for every sample of a blend or hold). Read only: callers must not
+        change it in place."""
+        yaw = self.landing_yaw[f]
+        cached = self._levels[f]
+        if cached is not None and cached[0] is yaw:
+            return cached[1]
+        c, sn = math.cos(yaw), math.sin(yaw)
+        level = np.array(((c, -sn, 0.0), (sn, c, 0.0), (0.0, 0.0, 1.0)))
+        self._levels[f] = (yaw, level)
+        return level
 
     def _turn_leg(self, f: int, k: int, angle: float) -> None:
         """Sample ``k``'s lean change of leg ``f`` (:attr:`leg_turn`, about the level sole's heading)."""
@@ -307,6 +323,7 @@ class FootContact:
         hips: np.ndarray | None = None,
         robot_sole: RobotSole | None = None,
         samples: np.ndarray | None = None,
+        human: HumanFeet | None = None,
     ) -> np.ndarray:
         """Hold / clamp the feet rows of ``positions`` and ``velocities`` ``(N, n_p, 3)`` in place.
 
@@ -316,7 +333,8 @@ class FootContact:
         point becomes the anchor where it is, so the frame follows the rolling without sliding. Returns
         ``(N, n_feet)``: the index of the sole point in contact, -1 when not in contact; :attr:`flat` the
         samples in contact for ``blend_time`` at least (the sole level: ``stance: hard`` imposes them).
-        ``robot_sole`` and ``samples``: :meth:`advance`, :meth:`prepare`.
+        ``robot_sole`` and ``samples``: :meth:`advance`, :meth:`prepare`; ``human``: :meth:`prepare` of these
+        arguments if the caller has it already (the ``anchor: robot`` replay's, read only), else made here.
         """
         n = positions.shape[0]
         flags = np.full((n, len(self.feet)), -1, dtype=int)
@@ -326,7 +344,8 @@ class FootContact:
         self.leg_heading = np.zeros((n, len(self.feet)))
         if not self.feet:
             return flags
-        human = self.prepare(times, p, v, hips, samples)
+        if human is None:
+            human = self.prepare(times, p, v, hips, samples)
         for f, row in enumerate(self.rows):
             for k in range(n):
                 self.advance(
@@ -472,8 +491,7 @@ class FootContact:
             alpha = self.level_at_release[f] * max(0.0, 1.0 - (t - self.release_at[f]) / blend)
         if alpha > 0.0:  # towards the level sole (module docstring)
             r_h = rotations[f]
-            c, sn = math.cos(self.landing_yaw[f]), math.sin(self.landing_yaw[f])
-            level = np.array(((c, -sn, 0.0), (sn, c, 0.0), (0.0, 0.0, 1.0)))
+            level = self._level(f)  # R_z(psi_land), built once per heading (read only)
             level_rate = (0.0, 0.0, 0.0)
             if on_toes > 0.0:  # on the toes: level across, pitched about the toe line
                 across = level[:, 1]  # the toe line's direction (the foot's y at the landing heading)
@@ -490,7 +508,8 @@ class FootContact:
                 omegas[f].tolist(), dot(r_h, turn).tolist(), level_rate, alpha, rate_alpha
             )
         points = dot(sole, rotations[f].T)  # sole points in world orientation (m, 3)
-        j = int(points[:, 2].argmin())
+        levers = points.tolist()  # (read in floats: contact_floats.lowest, held)
+        j = lowest(levers)
         if in_contact and not spec.hold:  # contact without holding: only kept above the floor
             flags[f] = j
             flat[f] = since >= rules.flat_from and on_toes == 0.0
@@ -506,7 +525,7 @@ class FootContact:
                 self.anchor[f] = target + points[j] + self.reach[f]
                 self.anchor[f][2] = self.robot_ground
                 self.point[f] = j
-            elif j != self.point[f] and points[j, 2] < points[self.point[f], 2] - 1e-9:
+            elif j != self.point[f] and levers[j][2] < levers[self.point[f]][2] - 1e-9:
                 # rolled onto another sole point: anchor it where it is (a flat sole ties: keep)
                 self.anchor[f] = self.last[f] + points[j] + (1.0 - share) * self.reach[f]
                 self.anchor[f][2] = self.robot_ground
@@ -519,7 +538,9 @@ class FootContact:
                 self.reanchors.append((f, t, shift, turned))
                 self.anchor[f] = moved
             # the shift into reach moves in over blend_time (beta: the share)
-            target[:], rate[:] = held(self.anchor[f], points[j], self.reach[f], omegas[f], share, blend)
+            target[:], rate[:] = held(
+                self.anchor[f].tolist(), levers[j], self.reach[f].tolist(), omegas[f].tolist(), share, blend
+            )
             if self.leg_turn is not None:
                 self._turn_leg(f, k, share * self.reach_turn[f])
             self.last[f] = target.copy()
@@ -535,10 +556,10 @@ class FootContact:
             target[:], rate[:] = faded(target, rate, delta, fade, tau)
             if fade < 1e-4:
                 self.release_delta[f] = None
-        floor = self.robot_ground - points[j, 2]  # no sole point below the ground
+        floor = self.robot_ground - levers[j][2]  # no sole point below the ground
         if target[2] < floor:
             target[2] = floor
             # the floor's own rate as the foot turns: the lowest point's height is -(w x lever)_z
-            floor_rate = -float(cross(omegas[f], points[j])[2])
+            floor_rate = -cross_values(omegas[f].tolist(), levers[j])[2]
             rate[2] = max(rate[2], floor_rate, 0.0)
         self.last[f] = target.copy()

@@ -378,6 +378,8 @@ class Retargeter(StreamInput, OfflineRun):
             reach_hips,
             robot_sole,
             samples,
+            # the replay prepared the same human feet from the same arrays (read only): not made twice
+            None if self.robot_anchor is None else self.robot_anchor.human,
         )
         if self.robot_anchor is not None:  # the replay takes this pass's contact decisions (robot_anchor.py)
             self.robot_anchor.decided = flags >= 0
