@@ -106,7 +106,11 @@ def nearest(points: Sequence[Sequence[float]], others: Sequence[Sequence[float]]
     """``min_i |points[i] - others[i]|`` of 2-D points (the human foot links from their footprint), in
     floats: ``np.linalg.norm(points - others, axis=1).min()``'s operations (``sqrt(dx dx + dy dy)``) without
     its per-call cost (finite points: the human links are checked finite, ``Retargeter.compute``)."""
-    return min(
-        math.sqrt((x - x0) * (x - x0) + (y - y0) * (y - y0))
-        for (x, y), (x0, y0) in zip(points, others, strict=True)
-    )
+    best = None  # min()'s own rule, in a loop (half the cost of min over a generator): the first, then
+    for (x, y), (x0, y0) in zip(points, others, strict=True):  # any that is less
+        distance = math.sqrt((x - x0) * (x - x0) + (y - y0) * (y - y0))
+        if best is None or distance < best:
+            best = distance
+    if best is None:
+        raise ValueError("nearest() of no points")  # (as min() of nothing)
+    return best

@@ -489,25 +489,25 @@ class FootContact:
             alpha, rising = blend_in(share, spec.blend_shape)
         else:
             alpha = self.level_at_release[f] * max(0.0, 1.0 - (t - self.release_at[f]) / blend)
+        r_h, omega = rotations[f], omegas[f]  # (views: r_h is the new rotation once it is set below)
+        spin = None  # omega's floats once set here (a tuple: the values the array then holds)
         if alpha > 0.0:  # towards the level sole (module docstring)
-            r_h = rotations[f]
             level = self._level(f)  # R_z(psi_land), built once per heading (read only)
             level_rate = (0.0, 0.0, 0.0)
             if on_toes > 0.0:  # on the toes: level across, pitched about the toe line
                 across = level[:, 1]  # the toe line's direction (the foot's y at the landing heading)
                 level = pin.exp3(on_toes * across) @ level
-                level_rate = (slope * float(omegas[f] @ across) * across).tolist()
+                level_rate = (slope * float(omega @ across) * across).tolist()
             turn = pin.log3(dot(r_h.T, level))  # the whole way to level, in the human foot's frame
             # (r_h, a view of it, is the new rotation after this; 1.0 * turn is turn, bit for bit)
-            rotations[f] = dot(r_h, pin.exp3(turn if alpha == 1.0 else alpha * turn))
+            r_h[...] = dot(r_h, pin.exp3(turn if alpha == 1.0 else alpha * turn))
             # feed-forward: the human's rotation fading out plus the blend's own rate d(alpha)/dt
             rate_alpha = 0.0
             if alpha < 1.0:
                 rate_alpha = rising / blend if in_contact else -self.level_at_release[f] / blend
-            omegas[f] = blended_rate(
-                omegas[f].tolist(), dot(r_h, turn).tolist(), level_rate, alpha, rate_alpha
-            )
-        points = dot(sole, rotations[f].T)  # sole points in world orientation (m, 3)
+            spin = blended_rate(omega.tolist(), dot(r_h, turn).tolist(), level_rate, alpha, rate_alpha)
+            omega[:] = spin
+        points = dot(sole, r_h.T)  # sole points in world orientation (m, 3)
         levers = points.tolist()  # (read in floats: contact_floats.lowest, held)
         j = lowest(levers)
         if in_contact and not spec.hold:  # contact without holding: only kept above the floor
@@ -539,7 +539,12 @@ class FootContact:
                 self.anchor[f] = moved
             # the shift into reach moves in over blend_time (beta: the share)
             target[:], rate[:] = held(
-                self.anchor[f].tolist(), levers[j], self.reach[f].tolist(), omegas[f].tolist(), share, blend
+                self.anchor[f].tolist(),
+                levers[j],
+                self.reach[f].tolist(),
+                omega.tolist() if spin is None else spin,
+                share,
+                blend,
             )
             if self.leg_turn is not None:
                 self._turn_leg(f, k, share * self.reach_turn[f])
@@ -560,6 +565,6 @@ class FootContact:
         if target[2] < floor:
             target[2] = floor
             # the floor's own rate as the foot turns: the lowest point's height is -(w x lever)_z
-            floor_rate = -cross_values(omegas[f].tolist(), levers[j])[2]
+            floor_rate = -cross_values(omega.tolist() if spin is None else spin, levers[j])[2]
             rate[2] = max(rate[2], floor_rate, 0.0)
         self.last[f] = target.copy()

@@ -95,6 +95,11 @@ class RobotAnchoredFeet:
         # the rows measurement() writes, as slices where they follow each other (a fancy index costs 3x)
         self._rows_at, self._ori_rows_at = _index(self._rows), _index(self.orientation_rows)
         self._feet_at = _index(self.orientation_feet)  # (every foot in order: all of them, no copy)
+        # the orientation rows that do not follow each other as (row, foot's place) pairs, set one by one
+        # (a fancy-index assignment of two rows costs twice two plain ones); None: a slice
+        self._ori_pairs = (
+            None if isinstance(self._ori_rows_at, slice) else list(enumerate(self.orientation_rows.tolist()))
+        )
         self._work: tuple[np.ndarray, ...] = ()
         self._new_run()
 
@@ -163,7 +168,12 @@ class RobotAnchoredFeet:
         positions = np.array(m.positions, dtype=float)
         positions[rows] = position
         rotations = np.array(m.rotations, dtype=float)
-        rotations[ori_rows] = feet_rotations
+        pairs = self._ori_pairs
+        if pairs is None:
+            rotations[ori_rows] = feet_rotations
+        else:
+            for i, row in pairs:
+                rotations[row] = feet_rotations[i]
         linear, angular = m.linear_velocities, m.angular_velocities
         feet_omegas = None
         if linear is not None:
@@ -172,7 +182,11 @@ class RobotAnchoredFeet:
         if angular is not None:
             feet_omegas = omega[self._feet_at]
             angular = np.array(angular, dtype=float)
-            angular[ori_rows] = feet_omegas
+            if pairs is None:
+                angular[ori_rows] = feet_omegas
+            else:
+                for i, row in pairs:
+                    angular[row] = feet_omegas[i]
         out = with_rows(m, positions, rotations, linear, angular)
         # the replaced rows, for plainly_valid_rows: the values just written (float64, their shapes)
         return out, (position, feet_rotations, None if linear is None else velocity, feet_omegas)
