@@ -345,7 +345,8 @@ def _few_rows_plainly_valid(values: Sequence[np.ndarray | None], rotation_tolera
             continue
         if type(value) is not np.ndarray or value.shape != shape or value.dtype.char != "d":
             return False
-        total += sum(value.ravel().tolist())
+        if value is not rotations:  # (a rotation's entries are each in a column's squared norm below,
+            total += sum(value.ravel().tolist())  # which an infinite or NaN one fails: not summed here)
     if not math.isfinite(total):  # NaN and infinities propagate (an overflow: the fast path decides)
         return False
     limit = rotation_tolerance - _ROUNDING_MARGIN
