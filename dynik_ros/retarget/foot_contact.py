@@ -347,20 +347,19 @@ class FootContact:
         if human is None:
             human = self.prepare(times, p, v, hips, samples)
         for f, row in enumerate(self.rows):
-            for k in range(n):
-                self.advance(
-                    f,
-                    k,
-                    human,
-                    positions[k, row],
-                    velocities[k, row],
-                    foot_rotations[k],
-                    foot_omegas[k],
-                    flags[k],
-                    self.flat[k],
-                    self.toe[k],
-                    robot_sole,
-                )
+            # each sample's rows as views, taken by iterating the arrays (cheaper than indexing them per k)
+            rows = zip(
+                positions[:, row],
+                velocities[:, row],
+                foot_rotations,
+                foot_omegas,
+                flags,
+                self.flat,
+                self.toe,
+                strict=True,  # (N samples each)
+            )
+            for k, (target, rate, rotations, omegas, flag, flat, toe) in enumerate(rows):
+                self.advance(f, k, human, target, rate, rotations, omegas, flag, flat, toe, robot_sole)
         return flags
 
     def _decide(self, f: int, k: int, human: HumanFeet, rotations: np.ndarray) -> bool:
