@@ -505,7 +505,7 @@ class FootContact:
             if alpha < 1.0:
                 rate_alpha = rising / blend if in_contact else -self.level_at_release[f] / blend
             spin = blended_rate(omega.tolist(), dot(r_h, turn).tolist(), level_rate, alpha, rate_alpha)
-            omega[:] = spin
+            omega[0], omega[1], omega[2] = spin  # (element by element: half the cost of [:] = a tuple)
         points = dot(sole, r_h.T)  # sole points in world orientation (m, 3)
         levers = points.tolist()  # (read in floats: contact_floats.lowest, held)
         j = lowest(levers)
@@ -537,7 +537,7 @@ class FootContact:
                 self.reanchors.append((f, t, shift, turned))
                 self.anchor[f] = moved
             # the shift into reach moves in over blend_time (beta: the share)
-            target[:], rate[:] = held(
+            (target[0], target[1], target[2]), (rate[0], rate[1], rate[2]) = held(
                 self.anchor[f].tolist(),
                 levers[j],
                 self.reach[f].tolist(),
@@ -557,7 +557,9 @@ class FootContact:
             fade = math.exp(-(t - self.release_at[f]) / tau)
             if self.leg_turn is not None:
                 self._turn_leg(f, k, fade * self.turn_at_release[f])
-            target[:], rate[:] = faded(target, rate, delta, fade, tau)
+            (target[0], target[1], target[2]), (rate[0], rate[1], rate[2]) = faded(
+                target, rate, delta, fade, tau
+            )
             if fade < 1e-4:
                 self.release_delta[f] = None
         floor = self.robot_ground - levers[j][2]  # no sole point below the ground
