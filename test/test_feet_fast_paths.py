@@ -83,8 +83,8 @@ def test_the_held_target_and_rate_in_floats_are_the_numpy_formulas():
 
 
 def test_the_nearest_foot_link_in_floats_is_the_numpy_norm():
-    """``nearest`` = ``np.linalg.norm(points - others, axis=1).min()`` on finite 2-D points (a foot's one or
-    two links and its footprint)."""
+    """``nearest`` = ``np.linalg.norm(points - others, axis=1).min()`` on finite 2-D points given flat (a
+    foot's one or two links and its footprint)."""
     rng = np.random.default_rng(3)
     for k in range(4000):
         count = int(rng.integers(1, 3))
@@ -93,7 +93,7 @@ def test_the_nearest_foot_link_in_floats_is_the_numpy_norm():
         if k % 5 == 0:
             others = points.copy()  # no slide at all
         expected = float(np.linalg.norm(points - others, axis=1).min())
-        got = nearest(points.tolist(), others.tolist())
+        got = nearest(points.ravel().tolist(), others.ravel().tolist())  # (flat: [x0, y0, x1, y1])
         assert _same_bits(got, expected), (k, got, expected)
 
 

@@ -104,13 +104,17 @@ def faded(
     )
 
 
-def nearest(points: Sequence[Sequence[float]], others: Sequence[Sequence[float]]) -> float:
-    """``min_i |points[i] - others[i]|`` of 2-D points (the human foot links from their footprint), in
-    floats: ``np.linalg.norm(points - others, axis=1).min()``'s operations (``sqrt(dx dx + dy dy)``) without
-    its per-call cost (finite points: the human links are checked finite, ``Retargeter.compute``)."""
+def nearest(points: Sequence[float], others: Sequence[float]) -> float:
+    """``min_i |points[i] - others[i]|`` of 2-D points given flat, ``[x0, y0, x1, y1, ...]`` (the human foot
+    links from their footprint, :class:`.foot_contact.HumanFeet`), in floats:
+    ``np.linalg.norm(points - others, axis=1).min()``'s operations (``sqrt(dx dx + dy dy)``) without its
+    per-call cost (finite points: the human links are checked finite, ``Retargeter.compute``)."""
+    if len(points) != len(others) or len(points) % 2:
+        raise ValueError(f"nearest() of {len(points)} and {len(others)} coordinates")
     best = None  # min()'s own rule, in a loop (half the cost of min over a generator): the first, then
-    for (x, y), (x0, y0) in zip(points, others, strict=True):  # any that is less
-        distance = math.sqrt((x - x0) * (x - x0) + (y - y0) * (y - y0))
+    for i in range(0, len(points), 2):  # any that is less
+        dx, dy = points[i] - others[i], points[i + 1] - others[i + 1]
+        distance = math.sqrt(dx * dx + dy * dy)
         if best is None or distance < best:
             best = distance
     if best is None:
