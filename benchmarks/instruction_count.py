@@ -63,16 +63,23 @@ def count_run(tree: Path, capture: Path, robot: str, options: list[str]) -> int:
     return collected_instructions(done.stderr)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The benchmark's arguments and the ``dynik-retarget`` options after ``--`` (split by hand: an argparse
+    ``REMAINDER`` after the capture took ``--trees OLD NEW`` for options)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog="after --: more dynik-retarget options"
+    )
     parser.add_argument("capture", nargs="?", type=Path, default=EXCERPT)
     parser.add_argument("--robot", default="g1")
     parser.add_argument(
         "--trees", nargs="+", type=Path, default=[ROOT], help="source trees to count, in turn"
     )
-    parser.add_argument("options", nargs=argparse.REMAINDER, help="after --: more dynik-retarget options")
-    args = parser.parse_args(argv)
-    options = args.options[1:] if args.options[:1] == ["--"] else args.options
+    cut = argv.index("--") if "--" in argv else len(argv)
+    return parser.parse_args(argv[:cut]), argv[cut + 1 :]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, options = parse_arguments(sys.argv[1:] if argv is None else argv)
     if shutil.which("valgrind") is None:
         print("instruction_count: valgrind not found (Debian package valgrind); nothing counted")
         return 0

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynik_ros.core.active_set_qp import ActiveSetQP
-from dynik_ros.core.lapack_posv import dposv
+from dynik_ros.core.lapack import dposv
 
 # OSQP's infinity (``osqp.constant("OSQP_INFTY")``, checked by the tests): a row bound this large bounds
 # nothing. OSQP itself (and scipy.sparse, its matrices) is imported when a QP first needs it: with DAQP most

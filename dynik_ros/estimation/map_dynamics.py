@@ -47,7 +47,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pinocchio as pin
 
-from dynik_ros.core.lapack_posv import dposv
+from dynik_ros.core.lapack import dposv
 from dynik_ros.core.robot_model import RobotModel
 
 GRAVITY = np.array([0.0, 0.0, -9.81])

@@ -1,12 +1,15 @@
-"""LAPACK's ``dposv`` (Cholesky factorisation and solve of a symmetric positive definite system) without
-importing the ``scipy.linalg`` package.
+"""LAPACK routines from scipy without importing the ``scipy.linalg`` package: ``dposv`` (Cholesky
+factorisation and solve of a symmetric positive definite system: the unconstrained step), ``dpotrf`` (the
+Cholesky factor alone) and ``dtrtrs`` (triangular solves with it: the QP brought to least-distance form,
+:mod:`.active_set_qp`).
 
 ``from scipy.linalg.lapack import dposv`` runs ``scipy.linalg/__init__``, which pulls in scipy's array-API
 layer and most of ``scipy.linalg``: ~0.25 s of a ``dynik-retarget`` process's start (``python -X
-importtime``), for one routine. The routine itself lives in scipy's compiled ``scipy.linalg._flapack``
-extension, which depends on numpy alone; it is loaded here from its file, so :data:`dposv` is the very
-function ``scipy.linalg.lapack.dposv`` is (same object once both are imported; same floats). Where that file
-cannot be found or loaded (another scipy layout), the package import is used as before. ROS-free.
+importtime``), for three routines. They live in scipy's compiled ``scipy.linalg._flapack`` extension, which
+depends on numpy alone; it is loaded here from its file, so :data:`dposv` is the very function
+``scipy.linalg.lapack.dposv`` is (same object once both are imported; same floats), and so are the others.
+Where that file cannot be found or loaded (another scipy layout), the package import is used as before.
+ROS-free.
 """
 
 from __future__ import annotations
@@ -40,17 +43,19 @@ def _flapack_from_file():
     return None
 
 
-def _load_dposv() -> Callable:
-    """``dposv`` from the extension file, else from ``scipy.linalg.lapack`` (the package import)."""
+def _load(name: str) -> Callable:
+    """The routine ``name`` from the extension file, else from ``scipy.linalg.lapack`` (package import)."""
     try:
         module = _flapack_from_file()
-        if module is not None and callable(getattr(module, "dposv", None)):
-            return module.dposv
+        if module is not None and callable(getattr(module, name, None)):
+            return getattr(module, name)
     except (ImportError, OSError):
         pass
-    from scipy.linalg.lapack import dposv as packaged
+    from scipy.linalg import lapack
 
-    return packaged
+    return getattr(lapack, name)
 
 
-dposv = _load_dposv()
+dposv = _load("dposv")
+dpotrf = _load("dpotrf")
+dtrtrs = _load("dtrtrs")
