@@ -36,12 +36,13 @@ motion, so the cooldown after it grows by ``backoff`` (5, 10, 20 s, capped at ``
 trials keep rejoining; a trial that times out or transfers restarts the doubling at ``cooldown``. Three
 signs of a new situation cut a running back-off to what ``cooldown`` alone would leave of it and restart
 the doubling: a transfer; the error below ``threshold`` for ``tracked`` seconds (the motion is tracked);
-the error smoothed over ``rise_window`` above ``rise`` times its ``level_window`` average recorded when
-the last trial rejoined (a limb that flips to a wrong branch mid-take is tried as soon as without the
-back-off). On real captures the weighted residual of a scaled human swings 2x within a step cycle, so the
-level is a slow average and the rise a 1 s one; on the 60 s take (G1) neither reset fires and trials drop
-from 11 to 5. The cap bounds the latency of a flip too small to double the error: 20 s keeps it
-4x the base cooldown; 40 s would save another 1.5 trials a minute (~0.7 % of the IK steps).
+the error low-passed over ``rise_window`` (2 s) above ``rise`` (1.5) times its ``level_window`` (10 s)
+average recorded when the last trial rejoined (a limb that flips to a wrong branch mid-take is tried about
+as soon as without the back-off: the rise window adds at most ~1.4 s to a flip that doubles the error).
+On real captures the weighted residual of a scaled human swings 2x within a step cycle; with these
+windows neither reset fires on the 60 s take (G1, TALOS, iCub; BVH and MVNX) and trials drop from 11-12
+to 5. The cap bounds the latency of a flip that raises the error too little: 20 s keeps it at 4x the base
+cooldown, where 40 s would save only another 1.5 trials a minute (~50 shadow steps, ~0.7 % of the IK).
 """
 
 from __future__ import annotations
@@ -67,9 +68,9 @@ class BranchRecoveryConfig:
     backoff: float = 2.0  # each trial that rejoins multiplies the next cooldown by this (1: no back-off)
     backoff_cap: float = 20.0  # s, the longest cooldown of the back-off
     tracked: float = 1.0  # s with the error below the threshold that end the back-off
-    rise: float = 2.0  # the back-off ends when the error rises this many times above its level at a rejoin
-    rise_window: float = 1.0  # s, time constant of the smoothed error compared for the rise
-    level_window: float = 5.0  # s, time constant of the error level recorded at a rejoin
+    rise: float = 1.5  # the back-off ends when the error rises this many times above its level at a rejoin
+    rise_window: float = 2.0  # s, time constant of the smoothed error compared for the rise
+    level_window: float = 10.0  # s, time constant of the error level recorded at a rejoin
     transfer_gain: float = 20.0  # 1/s, K_t of the joint-space task (capped at 1/dt)
     transfer_weight: float = 10.0  # weight of the joint-space task
     tracking_scale: float = 0.1  # the frame tasks' weights are scaled by this during a transfer
