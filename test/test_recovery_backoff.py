@@ -146,3 +146,32 @@ def test_a_tracked_spell_ends_the_back_off(g1):
 def test_back_off_settings_are_validated(name, value):
     with pytest.raises(ValueError, match=name):
         BranchRecoveryConfig(**{name: value})
+
+
+class _RejoiningShadow:
+    """A shadow that is always on the main IK's joints (every trial rejoins once settled)."""
+
+    def __init__(self, joints: np.ndarray):
+        self.joint_positions, self.joint_velocities, self.last_error = joints, np.zeros_like(joints), 1.0
+
+    def step(self, measurements, dt: float, checked: bool = False) -> None:
+        pass
+
+
+def test_the_back_off_stays_at_its_cap_over_thousands_of_rejoined_trials():
+    """An online node runs for hours: 3000 rejoined trials (2**1024 would overflow a float) keep the
+    cooldown at the cap."""
+    from dynik_ros.core.branch_recovery import BranchRecovery
+
+    joints = np.zeros(3)
+    config = BranchRecoveryConfig(patience=0.0, settle_trial=0.0, cooldown=0.01, backoff_cap=0.04)
+    recovery = BranchRecovery(config, lambda home: _RejoiningShadow(joints))
+    waits, idle = [], 0
+    for _ in range(30000):
+        state = recovery.state
+        recovery.after_step(0.5, 0.01, joints, None, joints)
+        idle = idle + 1 if recovery.state == recovery.IDLE else 0
+        if state == recovery.IDLE and recovery.state == recovery.TRIAL:
+            waits.append(idle)
+    assert recovery.trials >= 3000 and recovery.transfers == 0
+    assert max(waits[5:]) == min(waits[5:]), "the cooldown left its cap"

@@ -202,7 +202,8 @@ class BranchRecovery:
         self.state, self._above, self._timer = self.IDLE, 0.0, 0.0
         if rejoined and c.backoff > 1.0:
             self._applied = max(min(c.cooldown * c.backoff**self._rejoins, c.backoff_cap), c.cooldown)
-            self._rejoins += 1
+            # the exponent stops growing at the cap (backoff**1024 overflows: ~6 h of rejoins at 20 s)
+            self._rejoins += self._applied < c.backoff_cap
             self._rejoin_level = self._level
         else:
             self._applied, self._rejoins = c.cooldown, 0
