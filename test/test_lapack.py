@@ -1,4 +1,4 @@
-"""``core/lapack``: scipy's ``dposv``, ``dpotrf``, ``dtrtrs``, loaded without importing ``scipy.linalg``."""
+"""``core/lapack``: scipy's LAPACK routines, loaded without importing ``scipy.linalg``."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ def test_loading_it_does_not_import_scipy_linalg_and_gives_scipys_own_routine():
     script = (
         "import sys\n"
         "from dynik_ros.core.velocity_qp import VelocityQP\n"
-        "from dynik_ros.core.lapack import dposv, dpotrf, dtrtrs\n"
+        "from dynik_ros.core.lapack import dpocon, dposv, dpotrf, dtrtrs\n"
         "assert 'scipy.linalg' not in sys.modules, sorted(k for k in sys.modules if k.startswith('scipy'))\n"
         "from scipy.linalg import lapack\n"
         "assert lapack.dposv is dposv and lapack.dpotrf is dpotrf and lapack.dtrtrs is dtrtrs\n"
+        "assert lapack.dpocon is dpocon\n"
         "print('ok')\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
@@ -70,3 +71,7 @@ def test_the_factor_and_its_triangular_solves():
     y, info = lapack.dtrtrs(factor, z)
     np.testing.assert_allclose(factor @ y, z, atol=1e-12)
     assert lapack.dpotrf(-spd, lower=0)[1] > 0
+    rcond, info = lapack.dpocon(factor, float(np.abs(spd).sum(axis=0).max()))
+    assert info == 0
+    exact = 1.0 / (np.abs(spd).sum(axis=0).max() * np.abs(np.linalg.inv(spd)).sum(axis=0).max())
+    assert exact / 10 <= rcond <= exact * 10  # an estimate of the 1-norm reciprocal condition number

@@ -152,10 +152,10 @@ def _check_held_per_step(ik, measurements, times, seen: set) -> None:
 
 
 def test_the_history_restarts_along_the_held_rows_and_the_bound_columns_as_their_projector_says():
-    """``StepIntegration._restart_along`` (the Gram-matrix basis) against the plain formula: with ``P`` the
-    orthogonal projector onto the span of the held rows and the unit rows of the bound columns
-    (``pinv(M) M``), ``nu <- nu + P (m - nu)`` and every past ``nu`` likewise; also with rows that repeat or
-    vanish once the bound columns are zeroed, and with no bound column."""
+    """``StepIntegration._restart_along`` (the Gram-matrix basis, by Cholesky or by eigh) against the plain
+    formula: with ``P`` the orthogonal projector onto the span of the held rows and the unit rows of the bound
+    columns (``pinv(M) M``), ``nu <- nu + P (m - nu)`` and every past ``nu`` likewise; also with rows that
+    repeat or vanish once the bound columns are zeroed, and with no bound column."""
     from dynik_ros.retarget.retargeter import Retargeter
 
     ik = Retargeter.from_config("g1").make_ik()
@@ -168,7 +168,14 @@ def test_the_history_restarts_along_the_held_rows_and_the_bound_columns_as_their
         (np.vstack((base_rows[:6], base_rows[:6])), np.array([7])),  # repeated rows: rank 6
         (np.eye(nv)[[10, 11, 3]], np.array([10, 11])),  # two rows vanish on the bound columns
     ]
+    from dynik_ros.core.step_integration import _cholesky_basis
+
+    by_cholesky = []
     for rows, columns in cases:
+        zeroed = rows.copy()
+        if columns is not None:
+            zeroed[:, columns] = 0.0
+        by_cholesky.append(_cholesky_basis(zeroed, zeroed @ zeroed.T) is not None)
         mean = rng.normal(size=nv)
         ik.nu = rng.normal(size=nv)
         ik._past_nu = rng.normal(size=ik._past_nu.shape)
@@ -179,6 +186,7 @@ def test_the_history_restarts_along_the_held_rows_and_the_bound_columns_as_their
         np.testing.assert_allclose(ik.nu, nu + projector @ (mean - nu), atol=1e-9)
         np.testing.assert_allclose(ik._past_nu, past + (mean - past) @ projector, atol=1e-9)
         np.testing.assert_allclose(stacked @ ik.nu, stacked @ mean, atol=1e-9)  # fixed where the rows act
+    assert by_cholesky == [True, True, False, False]  # the factor where the rows are independent, else eigh
 
 
 def test_held_rows_and_secant_rows_per_pattern_are_the_plain_selections_on_a_walk():

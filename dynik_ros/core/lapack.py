@@ -1,11 +1,12 @@
 """LAPACK routines from scipy without importing the ``scipy.linalg`` package: ``dposv`` (Cholesky
 factorisation and solve of a symmetric positive definite system: the unconstrained step), ``dpotrf`` (the
-Cholesky factor alone) and ``dtrtrs`` (triangular solves with it: the QP brought to least-distance form,
-:mod:`.active_set_qp`).
+Cholesky factor alone), ``dtrtrs`` (triangular solves with it: the QP brought to least-distance form,
+:mod:`.active_set_qp`; the held rows orthonormalised, :mod:`.step_integration`) and ``dpocon`` (the factor's
+reciprocal condition number).
 
 ``from scipy.linalg.lapack import dposv`` runs ``scipy.linalg/__init__``, which pulls in scipy's array-API
 layer and most of ``scipy.linalg``: ~0.25 s of a ``dynik-retarget`` process's start (``python -X
-importtime``), for three routines. They live in scipy's compiled ``scipy.linalg._flapack`` extension, which
+importtime``), for four routines. They live in scipy's compiled ``scipy.linalg._flapack`` extension, which
 depends on numpy alone; it is loaded here from its file, so :data:`dposv` is the very function
 ``scipy.linalg.lapack.dposv`` is (same object once both are imported; same floats), and so are the others.
 Where that file cannot be found or loaded (another scipy layout), the package import is used as before.
@@ -59,3 +60,4 @@ def _load(name: str) -> Callable:
 dposv = _load("dposv")
 dpotrf = _load("dpotrf")
 dtrtrs = _load("dtrtrs")
+dpocon = _load("dpocon")

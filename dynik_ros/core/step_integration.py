@@ -12,6 +12,7 @@ import numpy as np
 
 from dynik_ros.core.adams import MAX_HISTORY, adams_weights
 from dynik_ros.core.base_integration import integrate_rotation
+from dynik_ros.core.lapack import dpocon, dpotrf, dtrtrs
 from dynik_ros.core.so3 import exp_so3
 
 TRAPEZOID_WEIGHTS, EULER_WEIGHTS = np.array([0.5, 0.5]), np.ones(1)  # quadrature weights
@@ -19,6 +20,7 @@ TRAPEZOID_WEIGHTS.flags.writeable = EULER_WEIGHTS.flags.writeable = False
 ROW_ROUND_OFF = 1e-4  # rad: a coupled row crossed by at most this is put back (OSQP's tolerance, not a jump)
 BOUND_TOLERANCE = 1e-6  # relative: nu_k within this of a bound counts as on it (OSQP's eps is 1e-5 absolute)
 REPEATED_DIRECTION = 1e-12  # eigenvalue of the held rows' Gram matrix, relative: below it not a direction
+WELL_CONDITIONED = 1e-8  # rcond of that Gram matrix above which its Cholesky factor orthonormalises the rows
 
 
 class StepIntegration:
@@ -149,15 +151,21 @@ class StepIntegration:
         history. The two restarted one after the other would undo each other: a held leg's joint on its bound,
         restarted last, moved the foot the history carries off the rows' mean, which then alternated there.
         ``V``: the columns themselves, and ``rows`` with those columns zeroed (the same span, orthogonal to
-        them) orthonormalised through their Gram matrix ``G = J J^T = U diag(l) U^T``:
-        ``V_J = diag(l)^-1/2 U^T J`` on the eigenvalues above ``REPEATED_DIRECTION`` of the largest (an SVD
-        of the stack cost ~10x)."""
+        them) orthonormalised through their Gram matrix ``G = J J^T``: ``V_J = L^-1 J`` with ``G = L L^T``
+        (Cholesky, LAPACK) where ``G`` is well conditioned (``rcond`` above :data:`WELL_CONDITIONED`: the
+        usual held step, 12 independent rows), else ``G = U diag(l) U^T`` and ``V_J = diag(l)^-1/2 U^T J``
+        on the eigenvalues above ``REPEATED_DIRECTION`` of the largest (rows that repeat or vanish on the
+        bound columns). Both give ``V_J^T V_J = J^T G^+ J``; the factor costs ~1/20 of numpy's ``eigh`` on
+        12 x 12 (4 against 74 us in one process; an SVD of the stack cost ~10x the ``eigh``)."""
         if columns is not None:
             rows = rows.copy()
             rows[:, columns] = 0.0
-        values, vectors = np.linalg.eigh(rows @ rows.T)
-        kept = values > REPEATED_DIRECTION * values[-1]
-        basis = (vectors[:, kept].T @ rows) / np.sqrt(values[kept])[:, None]
+        gram = rows @ rows.T
+        basis = _cholesky_basis(rows, gram)
+        if basis is None:
+            values, vectors = np.linalg.eigh(gram)
+            kept = values > REPEATED_DIRECTION * values[-1]
+            basis = (vectors[:, kept].T @ rows) / np.sqrt(values[kept])[:, None]
         self.nu += basis.T @ (basis @ (mean - self.nu))
         self._past_nu += (mean - self._past_nu) @ basis.T @ basis
         if columns is not None:
@@ -204,3 +212,18 @@ class StepIntegration:
         if np.count_nonzero(active):  # (.any()'s wrappers cost more)
             return nb + np.flatnonzero(active)
         return None
+
+
+def _cholesky_basis(rows: np.ndarray, gram: np.ndarray) -> np.ndarray | None:
+    """``L^-1 rows`` with ``gram = rows rows^T = L L^T``: an orthonormal basis of the rows' span (``V V^T =
+    L^-1 G L^-T = I``); ``None`` where ``gram`` is not positive definite or its reciprocal condition number
+    (LAPACK's ``dpocon`` estimate, 1-norm) is below :data:`WELL_CONDITIONED`, where the eigen-decomposition
+    decides which directions are there."""
+    factor, info = dpotrf(gram, lower=1, clean=1)
+    if info != 0:
+        return None
+    rcond, info = dpocon(factor, float(np.abs(gram).sum(axis=0).max()), uplo="L")
+    if info != 0 or not rcond > WELL_CONDITIONED:
+        return None
+    basis, info = dtrtrs(factor, rows, lower=1)
+    return basis if info == 0 else None
