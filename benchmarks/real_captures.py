@@ -348,6 +348,19 @@ def capture_table(directory: Path, robots: list[str], options: list[str] | None 
 SPEED_TARGET_S = 10.0  # the issue's target: reading + retargeting 60 s at 120 Hz on one core
 
 
+def interpreter_description() -> str:
+    """This Python's version, binary and whether it runs on a shared libpython (README *Which Python the venv
+    is made with*: such a build ran the same run with 5 % more instructions)."""
+    base = getattr(sys, "_base_executable", sys.executable)
+    try:
+        with open("/proc/self/maps") as maps:
+            shared = any("libpython" in line for line in maps)
+        linkage = "shared libpython" if shared else "libpython linked in"
+    except OSError:
+        linkage = "libpython linkage unknown"
+    return f"Python {sys.version.split()[0]} ({base}, {linkage})"
+
+
 def speed_phases(path: Path, robot: str, ik_rate: float | None = None) -> None:
     """Child process of :func:`speed_target`: the steps of ``dynik-retarget`` one by one, each timed in
     process CPU seconds (``time.process_time``), printed as ``phase <name> <seconds>`` lines."""
@@ -490,6 +503,7 @@ def speed_target(
             f"{'' if ik_rate is None else f', the IK at {ik_rate:g} Hz (--ik-rate)'}; "
             f"CPU seconds of one process (OMP_NUM_THREADS=1), target {SPEED_TARGET_S:g} s per 60 s"
         )
+        print(f"  interpreter: {interpreter_description()}")
         for path in files:
             command = [sys.executable, "-m", "dynik_ros.cli.retarget", str(path), "--robot", robot]
             command += ["--out", str(Path(tmp) / "out"), "--no-bag", "--no-plots", "--quiet"]
