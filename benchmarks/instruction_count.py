@@ -19,14 +19,14 @@ the interpreter again with its library path: the count is summed over both). ~50
 from __future__ import annotations
 
 import argparse
-import compileall
-import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from real_captures import child_environment, compile_package
 
 ROOT = Path(__file__).resolve().parents[1]
 EXCERPT = ROOT / "test" / "data" / "cmu_131_01_walk_excerpt.bvh"
@@ -44,9 +44,8 @@ def collected_instructions(valgrind_output: str) -> int:
 
 def count_run(tree: Path, capture: Path, robot: str, options: list[str]) -> int:
     """Callgrind's instruction count of ``dynik-retarget CAPTURE --robot ROBOT`` from ``tree``'s sources."""
-    compileall.compile_dir(str(tree / "dynik_ros"), quiet=2)
-    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # read the compiled modules, as an installed package does
+    compile_package(tree)
+    env = child_environment(tree)  # tree's sources, one BLAS thread, its compiled modules read
     with tempfile.TemporaryDirectory() as out:
         command = ["valgrind", "--tool=callgrind", "--trace-children=yes"]
         command += [

@@ -415,15 +415,12 @@ def speed_phases(path: Path, robot: str, ik_rate: float | None = None) -> None:
 def _cpu_of_child(command: list[str], ok_codes: tuple[int, ...] = (0, 1)) -> tuple[float, float, str]:
     """Run ``command`` with one thread for numpy/OpenMP; its CPU seconds (user + system), wall, stdout.
     The child reads compiled modules where they exist even if the environment says
-    ``PYTHONDONTWRITEBYTECODE`` (:func:`_compile_package` writes this package's once, as an installed
+    ``PYTHONDONTWRITEBYTECODE`` (:func:`compile_package` writes this package's once, as an installed
     package has them: compiling the sources again in every process is ~0.15 s no user pays twice)."""
-    import os
     import resource
     import subprocess
 
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = child_environment(ROOT)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
@@ -457,11 +454,24 @@ def palindrome(motion, seconds: float):
     )
 
 
-def _compile_package() -> None:
-    """This package's modules compiled to ``__pycache__`` (git ignores it), untimed, before the timed runs."""
+def compile_package(tree: Path = ROOT) -> None:
+    """``tree``'s ``dynik_ros`` modules compiled to ``__pycache__`` (git ignores it), untimed, before the
+    timed or counted runs (``instruction_count.py`` too)."""
     import compileall
 
-    compileall.compile_dir(str(ROOT / "dynik_ros"), quiet=2)
+    compileall.compile_dir(str(tree / "dynik_ros"), quiet=2)
+
+
+def child_environment(tree: Path) -> dict[str, str]:
+    """The environment of a measured ``dynik-retarget`` child: ``tree``'s sources first on the path, one
+    numpy/OpenMP/BLAS thread, and compiled modules read where they exist even if this environment says
+    ``PYTHONDONTWRITEBYTECODE`` (:func:`compile_package`; also ``instruction_count.py``)."""
+    import os
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH", "")]))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def speed_target(
@@ -492,7 +502,7 @@ def speed_target(
     names = {m.name: m.segments for m in builtin_skeleton_maps()}["cmu"]
     per_60 = 60.0 / seconds
     frames_rate = (len(walk.times) - 1) / float(walk.times[-1])
-    _compile_package()
+    compile_package()
     with tempfile.TemporaryDirectory() as tmp:
         files = [
             write_bvh(walk, Path(tmp) / "walk.bvh", names=names),

@@ -37,7 +37,6 @@ from dynik_ros.core.lapack import dpotrf, dtrtrs
 INFINITY = 1e30  # DAQP_INF (daqp/include/constants.h): a bound at least this large is absent
 OPTIMAL = 1  # DAQP's exitflag for an optimal solution (2, soft optimal, needs soft rows: none here)
 NOT_POSITIVE_DEFINITE = -5  # DAQP_EXIT_NONCONVEX, which DAQP itself gives a P without a Cholesky factor
-NOT_SOLVED = -100  # a triangular solve that LAPACK reports failed (not a DAQP code)
 
 
 class ActiveSetQP:
@@ -77,9 +76,9 @@ class ActiveSetQP:
         stacked = np.empty((n, m + 1), order="F")  # [C^T | q] -> [M^T | w]: R^T X = L X = [C^T | q]
         stacked[:, :m] = rows.T
         stacked[:, m] = gradient
-        solved, info = dtrtrs(factor, stacked, lower=1, overwrite_b=1)
-        if info != 0:
-            return self._failed(NOT_SOLVED)
+        # (a factor dpotrf returned has a positive diagonal: the triangular solves cannot fail; NaN data
+        # gives a non-finite x, refused below)
+        solved, _ = dtrtrs(factor, stacked, lower=1, overwrite_b=1)
         ldp_rows, linear = solved[:, :m].T, solved[:, m]  # M (C order: a view), w
         self._cold[:] = 0
         if self._set_up:
@@ -95,14 +94,13 @@ class ActiveSetQP:
         self.iterations = int(info["iterations"])
         if exitflag != OPTIMAL:
             return self._failed(exitflag)
-        x, info = dtrtrs(factor, z, lower=1, trans=1)  # R x = L^T x = z
-        if info != 0 or not np.isfinite(x).all():
-            return self._failed(exitflag if info == 0 else NOT_SOLVED)
+        x, _ = dtrtrs(factor, z, lower=1, trans=1)  # R x = L^T x = z
+        if not np.isfinite(x).all():
+            return self._failed(exitflag)
         self.exitflag = exitflag
         return x
 
     def _failed(self, flag: int) -> None:
-        """No solution: DAQP's verdict (or :data:`NOT_POSITIVE_DEFINITE`, :data:`NOT_SOLVED`) kept in
-        :attr:`exitflag`."""
+        """No solution: DAQP's verdict (or :data:`NOT_POSITIVE_DEFINITE`) kept in :attr:`exitflag`."""
         self.exitflag = int(flag)
         return None

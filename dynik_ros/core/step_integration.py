@@ -222,8 +222,7 @@ def _cholesky_basis(rows: np.ndarray, gram: np.ndarray) -> np.ndarray | None:
     factor, info = dpotrf(gram, lower=1, clean=1)
     if info != 0:
         return None
-    rcond, info = dpocon(factor, float(np.abs(gram).sum(axis=0).max()), uplo="L")
-    if info != 0 or not rcond > WELL_CONDITIONED:
+    rcond, _ = dpocon(factor, float(np.abs(gram).sum(axis=0).max()), uplo="L")
+    if not rcond > WELL_CONDITIONED:  # (NaN fails too)
         return None
-    basis, info = dtrtrs(factor, rows, lower=1)
-    return basis if info == 0 else None
+    return dtrtrs(factor, rows, lower=1)[0]  # a factor of positive diagonal: the solve cannot fail
