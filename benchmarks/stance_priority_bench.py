@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{'capture':<36} {'robot':<6} {'steps':>5} | "
         + " | ".join(f"{kind}: {cell}" for kind in KINDS)
-        + " | yielded / failed / nu_1 taken"
+        + " | yielded / failed / nu_1 taken / priority 1 skipped"
     )
     for path in args.files or [EXCERPT]:
         for robot in args.robots:

@@ -187,7 +187,7 @@ def test_ik_node_reports_the_steps_whose_stance_rows_gave_way(h, samples, tmp_pa
         _deliver(h, solver, pub, link_msg(samples[k], t0 + k * period))
         states.add(solver.ik.info.stance)
     assert states & {"met", "yielded"}  # feet flat in contact: priority 1 ran
-    keys = {f"stance_rows_{k}" for k in ("yielded", "failed", "taken")}
+    keys = {f"stance_rows_{k}" for k in ("yielded", "failed", "taken", "skipped")}
 
     def reported() -> dict | None:
         for m in reversed(diagnostics):

@@ -390,8 +390,10 @@ def main(argv: list[str] | None = None) -> int:
     priority = getattr(ik.extra, "priority", None)
     if priority is not None:  # steps whose stance rows gave way to the limits (core/stance_priority.py)
         label = "stance rows yielded / failed / nu_1 taken"
-        counts = " / ".join(str(n) for n in priority.counts.values())
+        counts = " / ".join(str(priority.counts[k]) for k in ("yielded", "failed", "taken"))
         summary.text += f"\n{label:<44} {counts} (IK steps)"
+        label = "stance rows met plainly (priority 1 skipped)"  # plain_first (core/stance_priority.py)
+        summary.text += f"\n{label:<44} {priority.counts['skipped']} (IK steps)"
     if retargeter.config.balance.enabled:
         from dynik_ros.retarget.balance import balance_report
 

@@ -90,6 +90,10 @@ class ExtraTerms:
                 self.dynamic_rows - self.stance.n_rows,
             )
         self._task = None  # this step's stacked Jacobian, v* and weights (the stance rows' inputs)
+        # the plain rows tried first (StancePriority.plain_first): only on DAQP, which says when they cannot
+        # be met; this step's rows are posed plain until a solve misses them (_plain_checked)
+        self._plain_possible = config.qp.solver == "daqp"
+        self._plain = False
         self.has_cost = self.balance is not None or self.regularizers is not None  # else rows only
         self.dynamic = None  # this step's dynamic rows (A, l, u), as last posed: _posed (None without rows)
         # (A, l, u) of every dynamic row (support, loop, stance, floor rows in this order), each block
@@ -225,6 +229,8 @@ class ExtraTerms:
             self._predicted(kinematics, corrected, jacobian, ik._predicted_mean, dt),
             weights,
         )
+        if self.priority is not None:
+            self._plain = self.priority.begin_step() and self._plain_possible
         self._with_stance(ik)  # last: priority 1 centres the stance rows under the others
         dynamic = self.dynamic = self._posed if self.dynamic_rows else None
         self._balance_cost = extra
@@ -245,13 +251,17 @@ class ExtraTerms:
         """The floor rows (the last block of the dynamic rows) posed in ``mode``."""
         self.floor.rows(*ik.step_quadrature, mode, out=self._floor_block)
 
-    def _with_stance(self, ik) -> None:
+    def _with_stance(self, ik, plain: bool = True) -> None:
         """The stance rows' block posed for this step: the frames in contact bound around ``v*``
         (:mod:`.stance_rows`), centred on ``y*`` of priority 1 with the other dynamic rows as they are posed
-        (:mod:`.stance_priority`); zero, unbounded rows for frames out of contact."""
+        (:mod:`.stance_priority`); zero, unbounded rows for frames out of contact. While the step tries the
+        plain rows (``_plain``; ``plain=False`` ends that) they are posed around ``v*`` itself and the next
+        solve of the main QP is DAQP's only (``VelocityQP.daqp_only``): :meth:`floor_checked` checks it."""
         stance = self.stance
         if stance is None:
             return
+        self._plain = self._plain and plain
+        ik.qp.daqp_only = False
         jacobian, corrected, weights = self._task
         if self.priority is not None:
             self.priority.state = ""
@@ -260,7 +270,9 @@ class ExtraTerms:
             return
         centre = corrected
         w0, carried = ik.step_quadrature  # the rows bound the step's mean
-        if self.priority is not None:
+        if self._plain:
+            ik.qp.daqp_only = True
+        elif self.priority is not None:
             weights = ik.weights if weights is None else weights
             centre = self.priority.centre(
                 jacobian, corrected, weights, ik._lower, ik._upper, self._others(), w0, carried
@@ -287,6 +299,7 @@ class ExtraTerms:
         floor, priority = self.floor, self.priority
         if priority is not None:
             priority.taken = False
+            solution = self._plain_checked(ik, solution, solve)
         for mode in ("softened", "dropped", None):
             if self._meets(solution):
                 break
@@ -297,10 +310,25 @@ class ExtraTerms:
             if floor is None or mode is None:
                 break
             self._with_floor(ik, mode)
-            self._with_stance(ik)
+            self._with_stance(ik, plain=False)
             floor.counts[mode] += 1
             solution = solve(self.dynamic)
         return solution
+
+    def _plain_checked(self, ik, solution, solve):
+        """``solution`` if the rows were posed plain (:meth:`_with_stance`) and it meets every dynamic row
+        (state ``met``, priority 1 skipped); where it does not (DAQP found no optimum: the plain rows
+        contradict the others; or missed a row) priority 1 centres the rows as posed and the step is solved
+        again (``solve(dynamic)``), as without the plain trial. ``solution`` itself if the rows were not
+        posed plain."""
+        ik.qp.daqp_only = False
+        if not self._plain or not self.stance.imposed:
+            return solution
+        if self._meets(solution):
+            self.priority.met_plainly()
+            return solution
+        self._with_stance(ik, plain=False)
+        return solve(self.dynamic)
 
     def _fallback(self, solution):
         """Priority 1's ``nu_1`` with the main QP's ``solution`` on the columns in none of the stance rows
@@ -486,7 +514,7 @@ class ExtraTerms:
                 ik._velocity_bounds(dt)  # the bounds are written in place: solve() reads the new ones
                 if self.floor is not None:  # the floor rows bound the mean: now nu_k itself
                     self._with_floor(ik, self.floor.mode)
-                    self._with_stance(ik)
+                    self._with_stance(ik, plain=False)  # solved without floor_checked's check
                 w0, carried = ik.step_quadrature  # (1, 0) now
                 m = solution.nu  # the model about the solution's velocity, now integrated by Euler
             again = solve(self._with_regularizers(kinematics, w0, carried, m))

@@ -117,6 +117,9 @@ class VelocityQP:
         self._n_static = n_static
         rows = n_static + self.n_dynamic
         self._dense = ActiveSetQP(n, rows) if self.settings.solver == "daqp" and rows else None
+        # set by a caller around a trial solve (the plain stance rows, core/extra_terms.py): where DAQP finds
+        # no optimum the solve ends unsolved instead of going on to OSQP
+        self.daqp_only = False
         self._new_solver()
 
     def _osqp_problem(self):
@@ -289,6 +292,10 @@ class VelocityQP:
             solution = self._active_set(hessian, gradient, constraint_matrix, lower, upper)
             if solution is not None:
                 return solution
+            if self.daqp_only:  # a trial of rows that may not be feasible: OSQP would spend max_iter on them
+                return QPSolution(
+                    np.zeros(self.n_full), "no optimum (DAQP only)", self._dense.iterations, False
+                )
         return self._osqp(hessian, gradient, lower, upper)
 
     def _active_set(self, hessian, gradient, constraint_matrix, lower, upper) -> QPSolution | None:
