@@ -59,9 +59,8 @@ DAMPING = 1e-8  # mu: small against the stance rows' J_s J_s^T (>= ~1: the base'
 MAX_ITER = 4000  # priority 1 near a singular leg (G1 on CMU 131_01: legs straight, v*_s met at 20 rad/s)
 # converged in ~3400 OSQP iterations; the usual step takes the Cholesky shortcut or < 100
 STATES = ("met", "yielded", "failed")  # StepInfo.stance: y* = v*_s; y* != v*_s (gave way); priority 1 failed
-PLAIN_FIRST = (
-    True  # StancePriority.plain_first's default: after a step that met the rows, try them plain first
-)
+# StancePriority.plain_first's default: after a step that met the rows, try them plain first
+PLAIN_FIRST = True
 
 
 class StancePriority:
