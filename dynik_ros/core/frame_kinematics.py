@@ -15,7 +15,11 @@ import pinocchio as pin
 
 from dynik_ros.core.frame_placements import placement_table, pose_indices
 from dynik_ros.core.robot_model import RobotModel
-from dynik_ros.core.so3 import orientation_log_residual_world, orientation_residual_world
+from dynik_ros.core.so3 import (
+    log_residual_rows,
+    orientation_log_residual_world,
+    orientation_residual_world,
+)
 from dynik_ros.core.targets import TargetSet
 
 # -S(d) row by row as indices into (d, -d, 0): ((0, d_z, -d_y), (-d_z, 0, d_x), (d_y, -d_x, 0))
@@ -175,7 +179,12 @@ def pose_residual(
     rotation_log: bool = False,
 ) -> np.ndarray:
     """Residual ``r`` of eq. (5), stacked like ``J``: position errors, then world-frame rotation errors
-    (``sk(R* R^T)^vee`` as in eq. 5, or the rotation vector ``log(R* R^T)^vee`` with ``rotation_log``)."""
+    (``sk(R* R^T)^vee`` as in eq. 5, or the rotation vector ``log(R* R^T)^vee`` with ``rotation_log``).
+    The log residual is made in floats where it can (:func:`~.so3.log_residual_rows`: the same bits)."""
+    if rotation_log:
+        rows = log_residual_rows(target_rotations @ np.swapaxes(rotations, -1, -2))
+        if rows is not None:
+            return np.array((target_positions - positions).reshape(-1).tolist() + rows)
     orientation = orientation_log_residual_world if rotation_log else orientation_residual_world
     return np.concatenate(
         (

@@ -95,6 +95,37 @@ def orientation_log_residual_world(r_model: np.ndarray, r_target: np.ndarray) ->
     return out
 
 
+def log_residual_rows(m: np.ndarray) -> list[float] | None:
+    """:func:`orientation_log_residual_world`'s rows for ``m = R* R^T`` ``(n, 3, 3)``, flattened, as Python
+    floats: the same operations in the same order (einsum's squared norm adds the first and last squares,
+    then the middle one; the trace in order; numpy's own ``arctan2``), so the same bits. ``None`` where an
+    angle is obtuse, a value is not finite or there is no matrix: the numpy path decides there. Why: 14
+    targets' residual cost ~29 us a step in numpy calls on 3-vectors, ~15 us in floats."""
+    sines2, cosines, rows = [], [], []
+    for m0, m1, m2, m3, m4, m5, m6, m7, m8 in m.reshape(-1, 9).tolist():
+        a, b, c = 0.5 * (m7 - m5), 0.5 * (m2 - m6), 0.5 * (m3 - m1)  # sin(theta) axis (vee_of_skew_part)
+        rows.append((a, b, c))
+        sines2.append((a * a + c * c) + b * b)
+        cosines.append(0.5 * ((m0 + m4 + m8) - 1.0))
+    if not rows or not math.isfinite(sum(sines2) + sum(cosines)):
+        return None
+    lowest_cos = min(cosines)
+    if lowest_cos < 0.0:
+        return None
+    out: list[float] = []
+    if max(sines2) < 1e-8 and lowest_cos > 0.0:  # every angle below 1e-4 rad (the numpy path's series)
+        for (a, b, c), s2 in zip(rows, sines2, strict=True):
+            k = 1.0 + s2 / 6.0
+            out += (a * k, b * k, c * k)
+        return out
+    sines = [math.sqrt(s2) for s2 in sines2]  # (IEEE square roots: numpy's to the bit)
+    thetas = np.arctan2(sines, cosines).tolist()
+    for (a, b, c), s2, s, theta in zip(rows, sines2, sines, thetas, strict=True):
+        k = theta / s if s >= 1e-6 else 1.0 + s2 / 6.0  # the numpy path's small angles
+        out += (a * k, b * k, c * k)
+    return out
+
+
 def normalized_trace_error(r_model: np.ndarray, r_target: np.ndarray) -> np.ndarray:
     """``tr(I - R^T R*) / 2`` per pair (the summand of eq. 15), in [0, 2]; 0 when aligned."""
     trace = np.einsum("...ij,...ij->...", r_model, r_target)
