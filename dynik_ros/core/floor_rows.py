@@ -43,7 +43,7 @@ import numpy as np
 import pinocchio as pin
 
 from dynik_ros.core.frame_kinematics import mixed_jacobian
-from dynik_ros.core.frame_placements import placement_view, pose_indices
+from dynik_ros.core.frame_placements import flat_view, placement_view, pose_indices
 from dynik_ros.core.sole import sole_polygon
 
 MODES = ("hard", "softened", "dropped")  # StepInfo.floor: the rows as posed, softened, left out this step
@@ -89,8 +89,10 @@ class FloorRows:
         self._offsets = np.array([point for _, point in config.points], dtype=float).reshape(-1, 3)
         self.n_rows = len(config.points)
         self._gather = pose_indices([self._frame_ids[f] for f in self._point_frame])
+        self._gather_flat = np.ravel_multi_index(self._gather, (robot.model.nframes, 12))  # (flat_view)
         self._viewed: pin.Data | None = None  # the pin.Data whose placement table _table is (_levers)
         self._table: np.ndarray | None = None
+        self._table_flat: np.ndarray | None = None
         self._stacked_rows = None  # rows of the stacked Jacobian: vertical, angular x, angular y per point
         if targets is not None:
             position = [t.frame for t in targets.position_targets]
@@ -109,7 +111,7 @@ class FloorRows:
 
     def __getstate__(self) -> dict:
         """A copy views no ``pin.Data`` (a copied view is a snapshot): it makes its own on first use."""
-        return {**self.__dict__, "_viewed": None, "_table": None}
+        return {**self.__dict__, "_viewed": None, "_table": None, "_table_flat": None}
 
     def _levers(self, data: pin.Data) -> tuple[np.ndarray, np.ndarray]:
         """Per point, its frame's origin and the lever from that origin to the point (world), from
@@ -117,8 +119,10 @@ class FloorRows:
         ``data``; else frame by frame)."""
         if data is not self._viewed:
             self._viewed, self._table = data, placement_view(self.robot.model, data)
-        if self._table is not None:
-            poses = self._table[self._gather]  # per point: its frame's rotation (row-major), translation
+            self._table_flat = flat_view(self._table)
+        if self._table is not None:  # per point: its frame's rotation (row-major), translation
+            flat = self._table_flat
+            poses = flat[self._gather_flat] if flat is not None else self._table[self._gather]
             origins, rotations = poses[:, 9:], poses[:, :9].reshape(-1, 3, 3)
         else:
             omf = data.oMf  # (concatenated: np.array of the list costs more)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from dynik_ros.core.frame_placements import placement_table, pose_indices
+from dynik_ros.core.frame_placements import flat_view, placement_table, pose_indices
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.so3 import (
     log_residual_rows,
@@ -54,6 +54,10 @@ class FrameKinematics:
         self._table = placement_table(self.model, self.data)
         self._pose_gather = pose_indices(self._all_ids)  # per frame: rotation row-major, translation
         self._position_gather = tuple(g[: self._n_pos, 9:] for g in self._pose_gather)
+        # the same gathers as flat indices into the table's flat view (flat_view: ~1.4 us less a gather)
+        self._pose_flat = np.ravel_multi_index(self._pose_gather, (self.model.nframes, 12))
+        self._position_flat = self._pose_flat[: self._n_pos, 9:].copy()
+        self._table_flat = flat_view(self._table)
         self._support_pos = support[: self._n_pos]
         # the same mask as floats, shaped for the linear rows (multiplying by the bools cast them every step)
         self._support_factor = self._support_pos[:, None, :].astype(float)
@@ -77,12 +81,13 @@ class FrameKinematics:
     def __getstate__(self) -> dict:
         """A copy (``copy.deepcopy``, pickling) gets data of its own and its own views (:meth:`__setstate__`):
         a copied view would be a snapshot, never written again."""
-        return {**self.__dict__, "_table": None, "data": None, "_jacobian_flat": None}
+        return {**self.__dict__, "_table": None, "_table_flat": None, "data": None, "_jacobian_flat": None}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.data = self.model.createData()
         self._table = placement_table(self.model, self.data)
+        self._table_flat = flat_view(self._table)
         self._jacobian_flat = self.jacobian.reshape(-1)  # a view
 
     @classmethod
@@ -111,7 +116,9 @@ class FrameKinematics:
         """Kinematics and Jacobians at ``q`` for :meth:`stacked_jacobian` only (no orientation poses)."""
         pin.computeJointJacobians(self.model, self.data, q)
         pin.updateFramePlacements(self.model, self.data)
-        if self._table is not None:
+        if self._table_flat is not None:
+            self._positions_all = self._table_flat[self._position_flat]
+        elif self._table is not None:
             self._positions_all = self._table[self._position_gather]
         else:
             omf = self.data.oMf
@@ -125,7 +132,8 @@ class FrameKinematics:
     def _frame_poses(self) -> tuple[np.ndarray, np.ndarray]:
         pin.updateFramePlacements(self.model, self.data)
         if self._table is not None:  # one gather (frame_placements.py)
-            poses = self._table[self._pose_gather]
+            flat = self._table_flat
+            poses = flat[self._pose_flat] if flat is not None else self._table[self._pose_gather]
             self._positions_all = poses[:, 9:]
             return poses[: self._n_pos, 9:], poses[self._n_pos :, :9].reshape(-1, 3, 3)
         omf = self.data.oMf

@@ -58,6 +58,17 @@ def placement_view(model: pin.Model, data: pin.Data) -> np.ndarray | None:
     return table
 
 
+def flat_view(table: np.ndarray | None) -> np.ndarray | None:
+    """``table`` (:func:`placement_table`, :func:`placement_view`) as one flat view, to read with one array of
+    flat indices (``np.ravel_multi_index`` of :func:`pose_indices`): a gather by one index array costs ~0.4
+    us where one by rows and columns costs ~1.8 us. ``None`` where it is not one contiguous block (then
+    read it by rows and columns)."""
+    if table is None or not table.flags.c_contiguous:
+        return None
+    flat = table.reshape(-1)
+    return flat if np.shares_memory(flat, table) else None
+
+
 def pose_indices(frame_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, columns)`` such that ``table[rows, columns]`` (one gather) is ``(len(frame_ids), 12)``: per
     frame its rotation in row-major order (entries 0-8), then its translation (9-11)."""
