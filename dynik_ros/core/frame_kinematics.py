@@ -73,7 +73,8 @@ class FrameKinematics:
         self._ori_dst_flat = np.ravel_multi_index((self._ori_rows, self._ori_src[1]), self.jacobian.shape)
         self._jacobian_flat = self.jacobian.reshape(-1)  # a view
         self._zero_column = np.zeros((self._n_pos, 1))
-        self._zero_columns = np.zeros((2 * self._n_pos, 1))  # (stacked_jacobian's two sets of skews at once)
+        # stacked_jacobian's skews of p (fixed base) or of p and p - p_B: one gather from (d, -d, 0) flat
+        self._skew_indices = _minus_skew_indices((2 if nb else 1) * self._n_pos)
         if nb:
             self.jacobian[: 3 * self._n_pos, :3] = np.tile(np.eye(3), (self._n_pos, 1))
             self.jacobian[3 * self._n_pos :, 3:6] = np.tile(np.eye(3), (len(self.orientation_ids), 1))
@@ -151,10 +152,9 @@ class FrameKinematics:
         out = self.jacobian
         if npos:
             p = self._positions_all[:npos]
-            if nb:  # the skews of p and of p - p_B gathered in one go (the same entries, fewer calls)
-                skews = _minus_skews(np.concatenate((p, p - base_position)), self._zero_columns)
-            else:
-                skews = _minus_skews(p, self._zero_column)
+            # the skews of p and of p - p_B gathered in one go (the same entries, fewer calls)
+            d = np.concatenate((p, p - base_position), axis=None) if nb else p.reshape(-1)
+            skews = np.concatenate((d, -d, _ZERO))[self._skew_indices]
             # velocity of point p: v_O + omega x p = v_O - S(p) omega, for every joint column and every frame
             # at once: the frames' -S(p) stacked (3 npos x 3) times the angular rows, one product
             velocity = (skews[: 3 * npos] @ ang).reshape(npos, 3, -1)
@@ -170,6 +170,20 @@ class FrameKinematics:
         else:
             out[self._ori_rows, self._ori_src[1]] = jw[self._ori_src]
         return out
+
+
+_ZERO = np.zeros(1)
+_ZERO.flags.writeable = False
+
+
+def _minus_skew_indices(n: int) -> np.ndarray:
+    """Indices into ``(d, -d, 0)`` (``d``: ``n`` 3-vectors flattened) of ``-S(d_i)`` for every ``i``, stacked
+    ``(3n, 3)``: :func:`_minus_skews` as one gather from one flat array (~3 us less a step than its two
+    concatenations along rows and its gather of columns)."""
+    row = np.arange(n)[:, None]
+    entry = _MINUS_SKEW[None, :]  # 0-2: d, 3-5: -d, 6: zero
+    flat = np.where(entry < 3, 3 * row + entry, np.where(entry < 6, 3 * n + 3 * row + entry - 3, 6 * n))
+    return flat.reshape(-1, 3)
 
 
 def _minus_skews(d: np.ndarray, zero_column: np.ndarray) -> np.ndarray:
