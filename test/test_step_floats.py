@@ -1,6 +1,7 @@
 """The IK step's per-call shortcuts of session 34 give the answers of the plain formulas they replaced, bit
-for bit: the log residual in Python floats, the placement gathers by flat indices. Each plain formula is the
-code as it was before the shortcut."""
+for bit: the log residual in Python floats, the placement gathers by flat indices, the QP's diagonal added
+through a view, the predicted base rotation's exponential from floats. Each plain formula is the code as it
+was before the shortcut."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ import copy
 import numpy as np
 import pinocchio as pin
 
+from dynik_ros.core.dynamical_ik import DynamicalIK
 from dynik_ros.core.floor_rows import FloorConfig, FloorRows, points_of_feet
 from dynik_ros.core.frame_kinematics import FrameKinematics, pose_residual
+from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.so3 import exp_so3, log_residual_rows, orientation_log_residual_world
+from dynik_ros.core.targets import FrameTarget
+from dynik_ros.core.velocity_qp import QPSettings, VelocityQP
 from dynik_ros.retarget import Retargeter
+from dynik_ros.retarget.registry import load_robot
 
 
 def _bitwise_equal(a: np.ndarray, b: np.ndarray) -> bool:
@@ -101,3 +107,93 @@ def test_placement_gathers_by_flat_indices_are_the_gathers_by_rows_and_columns()
         plain = floor._table[floor._gather]
         assert _bitwise_equal(origins, plain[:, 9:])
         assert _bitwise_equal(levers, np.einsum("nij,nj->ni", plain[:, :9].reshape(-1, 3, 3), floor._offsets))
+
+
+def _plain_task(qp: VelocityQP, jacobian, target_velocity, weights, regularization):
+    """``VelocityQP.solve``'s ``(P, q)`` as it was: the diagonal added through a gather and a scatter of its
+    flat indices."""
+    e = qp.expansion
+    if e is not None:
+        jacobian = jacobian @ e
+    weighted = jacobian * (weights**2)[:, None]
+    hessian = jacobian.T @ weighted
+    flat = hessian.reshape(-1)
+    diagonal_indices = np.arange(qp.n) * (qp.n + 1)
+    flat[diagonal_indices] += qp.settings.damping
+    gradient = -(weighted.T @ target_velocity)
+    if regularization is not None:
+        diagonal, target = regularization
+        if e is None:
+            flat[diagonal_indices] += diagonal
+            gradient -= diagonal * target
+        else:
+            flat[diagonal_indices] += qp._hessian_weights.T @ diagonal
+            gradient -= e.T @ (diagonal * target)
+    return hessian, gradient
+
+
+def test_the_qp_cost_with_its_diagonal_viewed_is_the_indexed_formula():
+    """Random Jacobians, weights, targets and diagonal regularizations, with and without an expansion (locked
+    and mimic joints): ``P`` and ``q`` of the QP as the indexed formula makes them, to the bit."""
+    rng = np.random.default_rng(36)
+    m, nv = 24, 10
+    expansion = np.zeros((nv, 8))
+    expansion[:6, :6] = np.eye(6)
+    expansion[6, 6], expansion[7, 7], expansion[8, 7] = 1.0, 1.0, -0.5  # a locked joint, a follower
+    constraint = np.hstack((np.zeros((4, 6)), np.eye(4)))
+    for e in (None, expansion):
+        qp = VelocityQP(np.ones((m, nv), dtype=bool), constraint, QPSettings(), e)
+        for trial in range(50):
+            jacobian = rng.normal(size=(m, nv))
+            velocity, weights = rng.normal(size=m), rng.uniform(0.0, 3.0, size=m)
+            regularization = (rng.uniform(0.0, 5.0, nv), rng.normal(size=nv)) if trial % 2 else None
+            lower, upper = -np.ones(4), np.ones(4)
+            qp.solve(jacobian, velocity, weights, lower, upper, regularization)
+            hessian, gradient = _plain_task(qp, jacobian, velocity, weights, regularization)
+            assert _bitwise_equal(qp._task[0], hessian) and _bitwise_equal(qp._task[1], gradient)
+
+
+def test_the_predicted_configuration_from_floats_is_the_array_formula():
+    """``StepIntegration.advanced`` (the step's predicted configuration): base rotation moved by the
+    exponential of ``h`` times the mean's angular rows made from their floats, for angular velocities from
+    1e-12 to 30 rad/s (the series branch too) and random poses: ``exp_so3``'s array formula, to the bit."""
+    robot = RobotModel.from_urdf_file(load_robot("g1").urdf_path, floating_base=True)
+    ik = DynamicalIK(robot, [FrameTarget("pelvis", position=True), FrameTarget("torso_link")])
+    rng = np.random.default_rng(37)
+    for _ in range(300):
+        ik.base_position, ik.base_rotation = rng.normal(size=3), exp_so3(rng.normal(size=3))
+        ik.joint_positions = rng.uniform(robot.lower, robot.upper)
+        mean = rng.normal(size=robot.nv) * 10.0 ** rng.uniform(-12, 1.5)
+        h = 1.0 / rng.uniform(20.0, 1000.0)
+        position, q = ik.advanced(mean, h)
+        plain_position = ik.base_position + h * mean[:3]
+        rotation = exp_so3(h * mean[3:6]) @ ik.base_rotation
+        plain = robot.join(plain_position, rotation, ik.joint_positions + h * mean[6:])
+        assert _bitwise_equal(position, plain_position) and _bitwise_equal(q, plain)
+
+
+def test_the_columns_at_bounds_by_one_nonzero_are_the_counted_ones():
+    """``_columns_at_bounds`` (joints whose ``nu_k`` ended on a bound of the mean): random bounds, some at the
+    velocity limit, and velocities on, near and off them: the columns of the plain count and flatnonzero."""
+    robot = RobotModel.from_urdf_file(load_robot("g1").urdf_path, floating_base=True)
+    ik = DynamicalIK(robot, [FrameTarget("pelvis", position=True), FrameTarget("torso_link")])
+    rng = np.random.default_rng(38)
+    nb, n, vmax = robot.base_dofs, robot.n_joints, robot.velocity_limit
+    found = 0
+    for trial in range(300):
+        ik._lower[:n] = np.where(rng.random(n) < 0.3, -vmax, -rng.uniform(0.1, 1.0, n) * vmax)
+        ik._upper[:n] = np.where(rng.random(n) < 0.3, vmax, rng.uniform(0.1, 1.0, n) * vmax)
+        pick = rng.integers(0, 3, n) if trial % 4 > 1 else np.full(n, 2)  # 1 in 4: none on a bound
+        if trial % 4 == 1:  # one joint on a bound
+            pick[rng.integers(n)] = rng.integers(0, 2)
+        ik.nu[nb:] = np.where(pick == 0, ik._lower[:n], np.where(pick == 1, ik._upper[:n], 0.0))
+        ik.nu[nb:] += rng.normal(size=n) * 10.0 ** rng.uniform(-9, -5)
+        lower, upper = ik._lower[:n], ik._upper[:n]
+        s_dot = ik.nu[nb:]
+        slack = 1e-6 * (1.0 + np.maximum(np.abs(lower), np.abs(upper)))
+        active = ((s_dot >= upper - slack) & (upper < vmax)) | ((s_dot <= lower + slack) & (lower > -vmax))
+        plain = nb + np.flatnonzero(active) if np.count_nonzero(active) else None
+        got = ik._columns_at_bounds()
+        assert (got is None and plain is None) or np.array_equal(got, plain)
+        found += got is not None
+    assert 0 < found < 300

@@ -13,7 +13,7 @@ import numpy as np
 from dynik_ros.core.adams import MAX_HISTORY, adams_weights
 from dynik_ros.core.base_integration import integrate_rotation
 from dynik_ros.core.lapack import dpocon, dpotrf, dtrtrs
-from dynik_ros.core.so3 import exp_so3
+from dynik_ros.core.so3 import exp_so3_rows
 
 TRAPEZOID_WEIGHTS, EULER_WEIGHTS = np.array([0.5, 0.5]), np.ones(1)  # quadrature weights
 TRAPEZOID_WEIGHTS.flags.writeable = EULER_WEIGHTS.flags.writeable = False
@@ -68,7 +68,8 @@ class StepIntegration:
         if not nb:
             return self.base_position, self.robot.join(self.base_position, self.base_rotation, joints)
         position = self.base_position + h * mean[:3]
-        rotation = exp_so3(h * mean[3:6]) @ self.base_rotation
+        x, y, z = mean[3:6].tolist()  # exp_so3(h * mean[3:6]) from the same floats, without its array checks
+        rotation = np.array(exp_so3_rows(h * x, h * y, h * z)) @ self.base_rotation
         return position, self.robot.join(position, rotation, joints)
 
     def integrate_this_step_by_euler(self) -> None:
@@ -209,9 +210,8 @@ class StepIntegration:
         slack = BOUND_TOLERANCE * (1.0 + np.maximum(np.abs(lower), np.abs(upper)))
         # only the bounds on the mean deconvolve; nu_k held at its own velocity limit is a constant
         active = ((s_dot >= upper - slack) & (upper < vmax)) | ((s_dot <= lower + slack) & (lower > -vmax))
-        if np.count_nonzero(active):  # (.any()'s wrappers cost more)
-            return nb + np.flatnonzero(active)
-        return None
+        columns = active.nonzero()[0]  # (np.flatnonzero's own call, without its wrapper and a count first)
+        return nb + columns if columns.size else None
 
 
 def _cholesky_basis(rows: np.ndarray, gram: np.ndarray) -> np.ndarray | None:
