@@ -117,10 +117,10 @@ class FrameKinematics:
         """Kinematics and Jacobians at ``q`` for :meth:`stacked_jacobian` only (no orientation poses)."""
         pin.computeJointJacobians(self.model, self.data, q)
         pin.updateFramePlacements(self.model, self.data)
-        if self._table_flat is not None:
-            self._positions_all = self._table_flat[self._position_flat]
-        elif self._table is not None:
-            self._positions_all = self._table[self._position_gather]
+        if self._table is not None:
+            flat = self._table_flat
+            gathered = flat[self._position_flat] if flat is not None else self._table[self._position_gather]
+            self._positions_all = gathered
         else:
             omf = self.data.oMf
             self._positions_all = np.array([omf[i].translation for i in self.position_ids]).reshape(-1, 3)
