@@ -1,7 +1,8 @@
 """The IK step's per-call shortcuts of session 34 give the answers of the plain formulas they replaced, bit
 for bit: the log residual in Python floats, the placement gathers by flat indices, the QP's diagonal added
-through a view, the predicted base rotation's exponential from floats. Each plain formula is the code as it
-was before the shortcut."""
+through a view, the predicted base rotation's exponential from floats, the columns at bounds by one nonzero,
+numpy's kernels called without their wrappers (small_arrays). Each plain formula is the code as it was before
+the shortcut."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dynik_ros.core.dynamical_ik import DynamicalIK
 from dynik_ros.core.floor_rows import FloorConfig, FloorRows, points_of_feet
 from dynik_ros.core.frame_kinematics import FrameKinematics, pose_residual
 from dynik_ros.core.robot_model import RobotModel
+from dynik_ros.core.small_arrays import einsum, matrix3, vector
 from dynik_ros.core.so3 import exp_so3, log_residual_rows, orientation_log_residual_world
 from dynik_ros.core.targets import FrameTarget
 from dynik_ros.core.velocity_qp import QPSettings, VelocityQP
@@ -197,3 +199,22 @@ def test_the_columns_at_bounds_by_one_nonzero_are_the_counted_ones():
         assert (got is None and plain is None) or np.array_equal(got, plain)
         found += got is not None
     assert 0 < found < 300
+
+
+def test_the_small_array_helpers_are_numpys_public_calls():
+    """``small_arrays``: ``vector`` and ``matrix3`` make what ``np.array`` makes of the same floats (a new
+    float64 array, C-ordered, rows as given), ``einsum`` gives ``np.einsum``'s values for the step's
+    subscripts on random stacks, to the bit."""
+    rng = np.random.default_rng(39)
+    for _ in range(200):
+        values = (rng.normal(size=int(rng.integers(1, 60))) * 10.0 ** rng.uniform(-8, 8)).tolist()
+        got = vector(values)
+        assert _bitwise_equal(got, np.array(values)) and got.dtype == np.float64 and got.flags.owndata
+        nine = tuple(rng.normal(size=9).tolist())
+        got = matrix3(nine)
+        assert _bitwise_equal(got, np.array((nine[:3], nine[3:6], nine[6:]))) and got.flags.c_contiguous
+        rows = rng.normal(size=(int(rng.integers(1, 20)), 3))
+        assert _bitwise_equal(einsum("ij,ij->i", rows, rows), np.einsum("ij,ij->i", rows, rows))
+        rotations, offsets = rng.normal(size=(8, 3, 3)), rng.normal(size=(8, 3))
+        plain = np.einsum("nij,nj->ni", rotations, offsets)
+        assert _bitwise_equal(einsum("nij,nj->ni", rotations, offsets), plain)

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dynik_ros.core.so3 import exp_so3_rows, skew
+from dynik_ros.core.small_arrays import matrix3
+from dynik_ros.core.so3 import exp_so3_entries, skew
 
 SCHEMES = ("exp", "euler")
 
@@ -53,7 +54,7 @@ def integrate_rotation(
         return rotation + dt * rotation @ (skew(omega_body) + orthonormality_correction(rotation, rho))
     # exp(S(omega_body dt)) + dt A entry by entry in floats, the sums numpy's would make, in one array
     x, y, z = omega_body.tolist()
-    (e0, e1, e2), (e3, e4, e5), (e6, e7, e8) = exp_so3_rows(x * dt, y * dt, z * dt)
+    e0, e1, e2, e3, e4, e5, e6, e7, e8 = exp_so3_entries(x * dt, y * dt, z * dt)
     (a0, a1, a2), (a3, a4, a5), (a6, a7, a8) = _correction_rows(rotation, rho)
-    step = ((e0 + dt * a0, e1 + dt * a1, e2 + dt * a2), (e3 + dt * a3, e4 + dt * a4, e5 + dt * a5))
-    return rotation @ np.array((*step, (e6 + dt * a6, e7 + dt * a7, e8 + dt * a8)))
+    step = (e0 + dt * a0, e1 + dt * a1, e2 + dt * a2, e3 + dt * a3, e4 + dt * a4, e5 + dt * a5)
+    return rotation @ matrix3((*step, e6 + dt * a6, e7 + dt * a7, e8 + dt * a8))

@@ -82,6 +82,7 @@ from dynik_ros.core.joint_velocity_bounds import JointVelocityBounds
 from dynik_ros.core.loop_closure import LoopClosure
 from dynik_ros.core.regularizers import RegularizerConfig
 from dynik_ros.core.robot_model import RobotModel
+from dynik_ros.core.small_arrays import einsum
 from dynik_ros.core.so3 import determinant, orthonormality_error
 from dynik_ros.core.step_integration import EULER_WEIGHTS, StepIntegration
 from dynik_ros.core.targets import FrameTarget, Measurements, TargetSet
@@ -539,7 +540,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
             extra_terms.count_step()
         self._reference = measurements
         weighted = self.weights * residual
-        self._target_squares = np.einsum("ij,ij->i", *(weighted.reshape(-1, 3),) * 2)
+        self._target_squares = einsum("ij,ij->i", *(weighted.reshape(-1, 3),) * 2)
         self.last_error = math.sqrt(self._target_squares.sum() / residual.size)
         self.recovery.after_step(self.last_error, dt, self.home, measurements, self.joint_positions)
         self.info = StepInfo(
@@ -561,7 +562,7 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         A sensor glitch (a 1e30 twist, a pelvis 1e20 m away) then asks for a fast but finite motion that
         the QP solves normally; unscaled, such values make OSQP fail on that step and the next ones."""
         rows = velocity.reshape(-1, 3)
-        squares = np.einsum("ij,ij->i", rows, rows)
+        squares = einsum("ij,ij->i", rows, rows)
         if np.count_nonzero(squares <= self._squared_speed_caps) == squares.size:  # all, without .all()
             return velocity
         scale = np.minimum(1.0, self._speed_caps / np.maximum(np.sqrt(squares), 1e-300))

@@ -44,6 +44,7 @@ import pinocchio as pin
 
 from dynik_ros.core.frame_kinematics import mixed_jacobian
 from dynik_ros.core.frame_placements import flat_view, placement_view, pose_indices
+from dynik_ros.core.small_arrays import einsum
 from dynik_ros.core.sole import sole_polygon
 
 MODES = ("hard", "softened", "dropped")  # StepInfo.floor: the rows as posed, softened, left out this step
@@ -129,7 +130,7 @@ class FloorRows:
             poses = np.concatenate([omf[i].homogeneous for i in self._frame_ids]).reshape(-1, 4, 4)
             poses = poses[self._point_frame]
             origins, rotations = poses[:, :3, 3], poses[:, :3, :3]
-        return origins, np.einsum("nij,nj->ni", rotations, self._offsets)
+        return origins, einsum("nij,nj->ni", rotations, self._offsets)
 
     def heights(self, data: pin.Data) -> np.ndarray:
         """Height above the floor of every point with ``data``'s frame placements (world z minus ``h``)."""

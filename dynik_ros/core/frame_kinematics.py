@@ -15,6 +15,7 @@ import pinocchio as pin
 
 from dynik_ros.core.frame_placements import flat_view, placement_table, pose_indices
 from dynik_ros.core.robot_model import RobotModel
+from dynik_ros.core.small_arrays import vector
 from dynik_ros.core.so3 import (
     log_residual_rows,
     orientation_log_residual_world,
@@ -206,7 +207,7 @@ def pose_residual(
     if rotation_log:
         rows = log_residual_rows(target_rotations @ np.swapaxes(rotations, -1, -2))
         if rows is not None:
-            return np.array((target_positions - positions).reshape(-1).tolist() + rows)
+            return vector((target_positions - positions).reshape(-1).tolist() + rows)
     orientation = orientation_log_residual_world if rotation_log else orientation_residual_world
     return np.concatenate(
         (

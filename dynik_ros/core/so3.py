@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from dynik_ros.core.small_arrays import matrix3
+
 
 def skew(v: np.ndarray) -> np.ndarray:
     """``S(v)``: the matrix with ``S(v) u = v x u`` (sec. 2.1), for ``v`` of shape ``(..., 3)``."""
@@ -152,7 +154,7 @@ def exp_so3(phi: np.ndarray) -> np.ndarray:
     """Rotation matrices ``exp(S(phi))`` (Rodrigues' formula) for rotation vectors ``phi`` ``(..., 3)``."""
     phi = np.asarray(phi, dtype=float)
     if phi.ndim == 1:  # the per-step base rotation, in scalar arithmetic (numpy calls cost more here)
-        return np.array(exp_so3_rows(*phi.tolist()))
+        return matrix3(exp_so3_entries(*phi.tolist()))
     angle = np.linalg.norm(phi, axis=-1)[..., None, None]
     k = skew(phi)
     small = angle < 1e-8
@@ -162,10 +164,10 @@ def exp_so3(phi: np.ndarray) -> np.ndarray:
     return np.eye(3) + a * k + b * (k @ k)
 
 
-def exp_so3_rows(x: float, y: float, z: float) -> tuple[tuple[float, float, float], ...]:
-    """The rows of ``exp(S(phi))`` for one rotation vector ``phi = (x, y, z)``, as Python floats: what
-    :func:`exp_so3` returns for one vector, for callers that add to it before making an array
-    (:func:`~.base_integration.integrate_rotation`)."""
+def exp_so3_entries(x: float, y: float, z: float) -> tuple[float, ...]:
+    """The entries of ``exp(S(phi))`` for one rotation vector ``phi = (x, y, z)``, row by row, as Python
+    floats: what :func:`exp_so3` returns for one vector, for callers that add to it before making an array
+    (:func:`~.base_integration.integrate_rotation`; one flat sequence: :func:`~.small_arrays.matrix3`)."""
     angle2 = x * x + y * y + z * z
     if angle2 < 1e-16:
         a, b = 1.0 - angle2 / 6.0, 0.5 - angle2 / 24.0
@@ -173,11 +175,9 @@ def exp_so3_rows(x: float, y: float, z: float) -> tuple[tuple[float, float, floa
         angle = math.sqrt(angle2)
         a, b = math.sin(angle) / angle, (1.0 - math.cos(angle)) / angle2
     # I + a S(phi) + b S(phi)^2, with S(phi)^2 = phi phi^T - |phi|^2 I
-    return (
-        (1.0 + b * (x * x - angle2), b * x * y - a * z, b * x * z + a * y),
-        (b * x * y + a * z, 1.0 + b * (y * y - angle2), b * y * z - a * x),
-        (b * x * z - a * y, b * y * z + a * x, 1.0 + b * (z * z - angle2)),
-    )
+    return (1.0 + b * (x * x - angle2), b * x * y - a * z, b * x * z + a * y,
+            b * x * y + a * z, 1.0 + b * (y * y - angle2), b * y * z - a * x,
+            b * x * z - a * y, b * y * z + a * x, 1.0 + b * (z * z - angle2))  # fmt: skip
 
 
 def project_to_so3(m: np.ndarray) -> np.ndarray:

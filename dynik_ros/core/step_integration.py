@@ -13,7 +13,8 @@ import numpy as np
 from dynik_ros.core.adams import MAX_HISTORY, adams_weights
 from dynik_ros.core.base_integration import integrate_rotation
 from dynik_ros.core.lapack import dpocon, dpotrf, dtrtrs
-from dynik_ros.core.so3 import exp_so3_rows
+from dynik_ros.core.small_arrays import matrix3
+from dynik_ros.core.so3 import exp_so3_entries
 
 TRAPEZOID_WEIGHTS, EULER_WEIGHTS = np.array([0.5, 0.5]), np.ones(1)  # quadrature weights
 TRAPEZOID_WEIGHTS.flags.writeable = EULER_WEIGHTS.flags.writeable = False
@@ -69,7 +70,7 @@ class StepIntegration:
             return self.base_position, self.robot.join(self.base_position, self.base_rotation, joints)
         position = self.base_position + h * mean[:3]
         x, y, z = mean[3:6].tolist()  # exp_so3(h * mean[3:6]) from the same floats, without its array checks
-        rotation = np.array(exp_so3_rows(h * x, h * y, h * z)) @ self.base_rotation
+        rotation = matrix3(exp_so3_entries(h * x, h * y, h * z)) @ self.base_rotation
         return position, self.robot.join(position, rotation, joints)
 
     def integrate_this_step_by_euler(self) -> None:
