@@ -10,7 +10,7 @@ target vector ``x`` and velocity target vector ``v`` of eq. (2) as stacked array
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -248,10 +248,12 @@ def _plain_values(
     shapes: Sequence[tuple[int, ...]],
     n_o: int,
     rotation_tolerance: float,
+    rotations_check: Callable[[np.ndarray, float], bool] | None = None,
 ) -> bool:
     """The fast path's checks (:meth:`Measurements._plainly_valid`) of ``values`` in the order of
     :data:`_FIELDS` (``None``: not given), each of its shape in ``shapes``: of one sample, or of many stacked
-    (a leading axis of samples, :func:`plainly_valid_all`; every check is per element or per rotation)."""
+    (a leading axis of samples, :func:`plainly_valid_all`; every check is per element or per rotation).
+    ``rotations_check``: the rotations' test (default :func:`_rotations_plainly_valid`)."""
     for value, shape in zip(values, shapes, strict=True):
         if value is None:
             continue
@@ -269,6 +271,12 @@ def _plain_values(
         return False
     if not n_o:
         return True
+    return (rotations_check or _rotations_plainly_valid)(rotations, rotation_tolerance)
+
+
+def _rotations_plainly_valid(rotations: np.ndarray, rotation_tolerance: float) -> bool:
+    """``|R^T R - I| <= rotation_tolerance`` as the full checks compute it and ``det R > 1/2`` for every
+    rotation of ``rotations`` (``(..., 3, 3)``, finite)."""
     gram = np.swapaxes(rotations, -1, -2) @ rotations
     if not np.abs(gram - _IDENTITY).max() <= rotation_tolerance:
         return False
@@ -277,6 +285,31 @@ def _plain_values(
     # cost 3x as much per step)
     terms = rotations.reshape(-1, 9)[:, _LEIBNIZ].prod(axis=-1).sum(axis=-1)
     return bool((terms[:, 0] - terms[:, 1]).min() > 0.5)
+
+
+def _stacked_rotations_plainly_valid(rotations: np.ndarray, rotation_tolerance: float) -> bool:
+    """:func:`_rotations_plainly_valid` for a whole take's rotations (``(samples, n_o, 3, 3)``, finite),
+    each entry of ``R^T R`` and ``det R`` from the nine entries' columns (a few calls on long arrays where the
+    stacked matrix product made one 3 x 3 product per rotation: CMU 131_02, 17458 rotations, ~5 -> ~0.5 ms)
+    and :data:`_ROUNDING_MARGIN` to spare, since its sums run in another order than the full checks'.
+    ``True`` only where the full checks pass; ``False`` decides nothing (the steps then check one by one)."""
+    a, b, c, d, e, f, g, h, i = np.ascontiguousarray(rotations.reshape(-1, 9).T)
+    limit = rotation_tolerance - _ROUNDING_MARGIN
+    worst = 0.0
+    for u, v, w, x, y, z, one in (
+        (a, d, g, a, d, g, 1.0),  # the columns' squared norms, minus one
+        (b, e, h, b, e, h, 1.0),
+        (c, f, i, c, f, i, 1.0),
+        (a, d, g, b, e, h, 0.0),  # their dot products
+        (a, d, g, c, f, i, 0.0),
+        (b, e, h, c, f, i, 0.0),
+    ):
+        entry = u * x + v * y + w * z - one
+        worst = max(worst, float(np.maximum.reduce(np.abs(entry))))
+        if not worst <= limit:  # (NaN, from infinite products of finite entries, fails too)
+            return False
+    det = (a * e * i + b * f * g + c * d * h) - (c * e * g + b * d * i + a * f * h)
+    return bool(np.minimum.reduce(det) > 0.5 + _ROUNDING_MARGIN)
 
 
 def plainly_valid_all(
@@ -302,9 +335,10 @@ def plainly_valid_all(
             type(v) is np.ndarray and v.shape == shape and v.dtype.char == "d" for v in given
         ):
             return False
-        stacked.append(np.stack(given))
+        stacked.append(np.concatenate(given).reshape(len(given), *shape))  # np.stack's values, 1/2.5 the cost
     n = len(measurements)
-    return _plain_values(stacked, [(n, *shape) for shape in shapes], n_o, rotation_tolerance)
+    full_shapes = [(n, *shape) for shape in shapes]
+    return _plain_values(stacked, full_shapes, n_o, rotation_tolerance, _stacked_rotations_plainly_valid)
 
 
 def plainly_valid_rows(
