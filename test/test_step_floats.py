@@ -10,6 +10,7 @@ import copy
 
 import numpy as np
 import pinocchio as pin
+import pytest
 
 from dynik_ros.core.dynamical_ik import DynamicalIK
 from dynik_ros.core.floor_rows import FloorConfig, FloorRows, points_of_feet
@@ -218,3 +219,44 @@ def test_the_small_array_helpers_are_numpys_public_calls():
         rotations, offsets = rng.normal(size=(8, 3, 3)), rng.normal(size=(8, 3))
         plain = np.einsum("nij,nj->ni", rotations, offsets)
         assert _bitwise_equal(einsum("nij,nj->ni", rotations, offsets), plain)
+
+
+class _GivenSolution:
+    """A stand-in for DAQP that answers a given ``x``."""
+
+    iterations = 0
+
+    def __init__(self, x):
+        self.x = x
+
+    def solve(self, *args):
+        return self.x
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the infinite x's inf - inf
+def test_the_rows_miss_in_one_reduction_is_the_larger_of_the_two():
+    """``_active_set``'s miss (``rows_met_within``) and whether the shortcut is tried next, from one reduction
+    of the rows' distances below and above their bounds: the plain two reductions' values, for solutions
+    inside, on and outside random bounds (some infinite), and for an infinite ``x`` (a NaN distance)."""
+    rng = np.random.default_rng(40)
+    n, m = 8, 12
+    constraint = rng.normal(size=(m, n))
+    qp = VelocityQP(np.ones((6, n), dtype=bool), constraint, QPSettings())
+    for trial in range(300):
+        x = rng.normal(size=n)
+        rows = constraint @ x
+        lower = rows - rng.choice([-1e-3, 0.0, 1e-12, 0.5], size=m)
+        upper = np.where(rng.random(m) < 0.2, np.inf, rows + rng.choice([-1e-3, 0.0, 0.5], size=m))
+        if trial % 3 == 0:  # every row inside
+            lower, upper = rows - rng.uniform(1e-9, 1.0, m), rows + rng.uniform(1e-9, 1.0, m)
+        if trial % 50 == 0:
+            x = x.copy()
+            x[0] = np.inf
+        qp._dense = _GivenSolution(x)
+        solution = qp._active_set(np.eye(n), np.zeros(n), constraint, lower, upper)
+        rows = constraint @ x
+        below, above = float((lower - rows).max()), float((rows - upper).max())
+        assert solution.rows_met_within == max(0.0, below, above) or (
+            np.isnan(solution.rows_met_within) and np.isnan(max(0.0, below, above))
+        )
+        assert qp._free_last == (max(below, above) < -qp.settings.shortcut_tolerance)

@@ -116,6 +116,7 @@ class VelocityQP:
         self._n_static = n_static
         rows = n_static + self.n_dynamic
         self._dense = ActiveSetQP(n, rows) if self.settings.solver == "daqp" and rows else None
+        self._gaps = np.empty(2 * rows)  # _active_set's scratch: the rows' distances to their bounds
         # set by a caller around a trial solve (the plain stance rows, core/extra_terms.py): where DAQP finds
         # no optimum the solve ends unsolved instead of going on to OSQP
         self.daqp_only = False
@@ -307,10 +308,22 @@ class VelocityQP:
             return None
         self._last_exact = x
         rows = constraint_matrix @ x
-        below, above = float((lower - rows).max()), float((rows - upper).max())
+        # how far the rows are inside their bounds, below and above, in one array: one reduction where two
+        # made the same largest value (max is exact); a NaN (from an infinite x) is left to the two
+        m = rows.size
+        gaps = self._gaps if self._gaps.size == 2 * m else np.empty(2 * m)
+        self._gaps = gaps
+        np.subtract(lower, rows, gaps[:m])
+        np.subtract(rows, upper, gaps[m:])
+        worst = float(np.maximum.reduce(gaps))
+        if worst != worst:
+            below, above = float((lower - rows).max()), float((rows - upper).max())
+            worst = max(below, above)
+            miss = max(0.0, below, above)
+        else:
+            miss = max(0.0, worst)
         # the shortcut is tried next only if no row is on its bound here (:attr:`_free_last`)
-        self._free_last = max(below, above) < -self.settings.shortcut_tolerance
-        miss = max(0.0, below, above)
+        self._free_last = worst < -self.settings.shortcut_tolerance
         return QPSolution(self._full(x), "solved (DAQP)", dense.iterations, True, miss)
 
     def _osqp(self, hessian, gradient, lower, upper) -> QPSolution:
