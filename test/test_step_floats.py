@@ -12,12 +12,13 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from dynik_ros.core.base_integration import integrate_rotation
 from dynik_ros.core.dynamical_ik import DynamicalIK
 from dynik_ros.core.floor_rows import FloorConfig, FloorRows, points_of_feet
-from dynik_ros.core.frame_kinematics import FrameKinematics, pose_residual
+from dynik_ros.core.frame_kinematics import FrameKinematics, pose_residual, to_pinocchio_velocity
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.small_arrays import einsum, matrix3, vector
-from dynik_ros.core.so3 import exp_so3, log_residual_rows, orientation_log_residual_world
+from dynik_ros.core.so3 import exp_so3, log_residual_rows, orientation_log_residual_world, transposed_times
 from dynik_ros.core.targets import FrameTarget
 from dynik_ros.core.velocity_qp import QPSettings, VelocityQP
 from dynik_ros.retarget import Retargeter
@@ -260,3 +261,24 @@ def test_the_rows_miss_in_one_reduction_is_the_larger_of_the_two():
             np.isnan(solution.rows_met_within) and np.isnan(max(0.0, below, above))
         )
         assert qp._free_last == (max(below, above) < -qp.settings.shortcut_tolerance)
+
+
+def test_the_pinocchio_velocity_in_floats_is_the_matrix_vector_formula():
+    """``to_pinocchio_velocity`` (the step's ``v``): ``R_B^T`` times the linear and the angular base rows
+    summed in floats, for random rotations, velocities from 1e-9 to 1e3 and exact zeros: numpy's ``R.T @ v``
+    to the bit (the joints copied as they are), and the base rotation's ``R^T omega`` the same way."""
+    rng = np.random.default_rng(41)
+    for trial in range(2000):
+        rotation = exp_so3(rng.normal(size=3)) if trial % 2 else rng.normal(size=(3, 3))
+        nu = rng.normal(size=12) * 10.0 ** rng.uniform(-9, 3)
+        if trial % 7 == 0:
+            nu[rng.integers(0, 6, size=2)] = 0.0
+            rotation[rng.integers(3), rng.integers(3)] = -0.0
+        plain = np.array(nu)
+        plain[:3], plain[3:6] = rotation.T @ nu[:3], rotation.T @ nu[3:6]
+        assert _bitwise_equal(to_pinocchio_velocity(nu, rotation, True), plain)
+        omega, dt = nu[3:6], 1.0 / rng.uniform(20.0, 1000.0)
+        body = rotation.T @ omega  # integrate_rotation's R^T omega, as it was
+        (x, y, z), got = body.tolist(), integrate_rotation(rotation, omega, dt, 10.0, "exp")
+        assert _bitwise_equal(np.array(transposed_times(rotation.tolist(), *omega.tolist())), body)
+        assert got.shape == (3, 3) and x == body[0] and y == body[1] and z == body[2]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from dynik_ros.core.small_arrays import matrix3
-from dynik_ros.core.so3 import exp_so3_entries, skew
+from dynik_ros.core.so3 import exp_so3_entries, skew, transposed_times
 
 SCHEMES = ("exp", "euler")
 
@@ -49,11 +49,11 @@ def integrate_rotation(
     if scheme not in SCHEMES:
         raise ValueError(f"unknown rotation integration scheme '{scheme}', expected one of {SCHEMES}")
     rho = min(gain, 1.0 / dt)
-    omega_body = rotation.T @ omega_world
     if scheme == "euler":
+        omega_body = rotation.T @ omega_world
         return rotation + dt * rotation @ (skew(omega_body) + orthonormality_correction(rotation, rho))
     # exp(S(omega_body dt)) + dt A entry by entry in floats, the sums numpy's would make, in one array
-    x, y, z = omega_body.tolist()
+    x, y, z = transposed_times(rotation.tolist(), *np.asarray(omega_world, dtype=float).tolist())  # R^T omega
     e0, e1, e2, e3, e4, e5, e6, e7, e8 = exp_so3_entries(x * dt, y * dt, z * dt)
     (a0, a1, a2), (a3, a4, a5), (a6, a7, a8) = _correction_rows(rotation, rho)
     step = (e0 + dt * a0, e1 + dt * a1, e2 + dt * a2, e3 + dt * a3, e4 + dt * a4, e5 + dt * a5)

@@ -20,6 +20,7 @@ from dynik_ros.core.so3 import (
     log_residual_rows,
     orientation_log_residual_world,
     orientation_residual_world,
+    transposed_times,
 )
 from dynik_ros.core.targets import TargetSet
 
@@ -218,12 +219,16 @@ def pose_residual(
 
 
 def to_pinocchio_velocity(nu_mixed: np.ndarray, base_rotation: np.ndarray, floating_base: bool) -> np.ndarray:
-    """Mixed ``(I p_dot_B, I omega_B, s_dot)`` -> pinocchio tangent ``(B v_B, B omega_B, s_dot)``."""
+    """Mixed ``(I p_dot_B, I omega_B, s_dot)`` -> pinocchio tangent ``(B v_B, B omega_B, s_dot)``.
+
+    ``R_B^T v`` of both 3-vectors in floats (:func:`transposed_times`: the matrix-vector product's own sums,
+    two numpy products and their slices cost more than the rest of the step's output)."""
     if not floating_base:
         return np.array(nu_mixed, dtype=float)
     out = np.array(nu_mixed, dtype=float)
-    out[:3] = base_rotation.T @ nu_mixed[:3]
-    out[3:6] = base_rotation.T @ nu_mixed[3:6]
+    rows = base_rotation.tolist()
+    vx, vy, vz, wx, wy, wz = out[:6].tolist()
+    out[:6] = (*transposed_times(rows, vx, vy, vz), *transposed_times(rows, wx, wy, wz))
     return out
 
 

@@ -180,6 +180,14 @@ def exp_so3_entries(x: float, y: float, z: float) -> tuple[float, ...]:
             b * x * z - a * y, b * y * z + a * x, 1.0 + b * (z * z - angle2))  # fmt: skip
 
 
+def transposed_times(rows: list[list[float]], x: float, y: float, z: float) -> tuple[float, float, float]:
+    """``R^T (x, y, z)`` for ``R``'s ``rows`` (``R.tolist()``), summed in order onto a zero: what numpy's
+    ``R.T @ v`` gives for a 3 x 3 matrix and a 3-vector (BLAS's matrix-vector kernel adds to the zeroed
+    output, so a zero comes out positive; checked by the tests)."""
+    (a, b, c), (d, e, f), (g, h, i) = rows
+    return 0.0 + a * x + d * y + g * z, 0.0 + b * x + e * y + h * z, 0.0 + c * x + f * y + i * z
+
+
 def project_to_so3(m: np.ndarray) -> np.ndarray:
     """Closest rotation matrix to ``M`` in the Frobenius norm (polar decomposition through the SVD)."""
     u, _, vt = np.linalg.svd(m)
