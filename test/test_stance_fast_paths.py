@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from dynik_ros.core.extra_terms import ExtraTerms
@@ -208,3 +209,96 @@ def test_held_rows_and_secant_rows_per_pattern_are_the_plain_selections_on_a_wal
         assert ik.extra.stance is not None and ik.extra.priority is not None
         _check_held_per_step(ik, measurements, motion.times, seen)
     assert {(True, False), (False, True), (True, True)} <= seen  # single and double support both checked
+
+
+def _plain_predicted(extra, starts, kinematics, corrected, jacobian, predicted_mean, dt):
+    """``_predicted``'s offset and shifted ``v*`` as the plain formula: the frames' SE3 at ``q_{k-1}``
+    (``starts``, copies) and now read one by one, concatenated, the whole stack's rows multiplied."""
+    omf, moved = kinematics.data.oMf, []
+    for on, fid, start, (pos, ori) in zip(
+        extra.stance.pattern.active, extra._stance_ids, starts, extra._stance_parts, strict=True
+    ):
+        if on:
+            if pos:
+                moved.append(omf[fid].translation - start.translation)
+            if ori:
+                moved.append(pin.log3(omf[fid].rotation @ start.rotation.T))
+    rows = extra.stance.pattern.rows
+    offset = np.concatenate(moved) / dt - jacobian[rows] @ predicted_mean
+    shifted = corrected.copy()
+    shifted[rows] -= offset
+    return offset, shifted
+
+
+@pytest.mark.parametrize("table", [True, False])
+def test_the_predicted_offset_and_the_secant_check_are_the_plain_formulas_on_a_walk(monkeypatch, table):
+    """On every held step of the committed walk on G1: the predicted step's offset and the shifted ``v*``
+    (:meth:`ExtraTerms._predicted`, from the placement table's rows, or the SE3 copies where the table is
+    not there) are the plain formula's bit for bit, the held Jacobian rows kept for the step are the
+    stacked Jacobian's rows of the frames in contact, and the secant's cheap check
+    (:func:`~dynik_ros.core.extra_terms.within`) answers as ``np.abs(...).max() <= tol`` does."""
+    from dynik_ros.core import extra_terms
+    from dynik_ros.io.motion_files import read_motion_file
+    from dynik_ros.retarget.retargeter import Retargeter
+
+    if not table:
+        monkeypatch.setattr(extra_terms, "placement_view", lambda model, data: None)
+    observe, predicted = extra_terms.ExtraTerms.observe, extra_terms.ExtraTerms._predicted
+    checked = {"offsets": 0, "checks": 0}
+
+    def observed(self, kinematics, measurements):
+        observe(self, kinematics, measurements)
+        assert isinstance(self._start_poses, np.ndarray) == table or not self.stance.imposed
+        omf = kinematics.data.oMf
+        self.plain_starts = [omf[i].copy() for i in self._stance_ids]
+
+    def compared(self, kinematics, corrected, jacobian, predicted_mean, dt):
+        shifted = predicted(self, kinematics, corrected, jacobian, predicted_mean, dt)
+        if self.stance.imposed:
+            offset, plain = _plain_predicted(
+                self, self.plain_starts, kinematics, corrected, jacobian, predicted_mean, dt
+            )
+            assert np.array_equal(self._posed_offset, offset) and np.array_equal(shifted, plain)
+            assert np.array_equal(self._held_jacobian, jacobian[self.stance.pattern.rows])
+            assert not self._held_jacobian.flags.writeable  # the integration's restart reads it too
+            checked["offsets"] += 1
+        return shifted
+
+    def checked_within(twists, moved, offset, tolerance):
+        answer = extra_terms_within(twists, moved, offset, tolerance)
+        plain = np.abs(np.array(twists) - np.array(moved) - np.array(offset)).max() <= tolerance
+        assert answer == plain
+        checked["checks"] += 1
+        return answer
+
+    extra_terms_within = extra_terms.within
+    monkeypatch.setattr(extra_terms.ExtraTerms, "observe", observed)
+    monkeypatch.setattr(extra_terms.ExtraTerms, "_predicted", compared)
+    monkeypatch.setattr(extra_terms, "within", checked_within)
+    rt = Retargeter.from_config("g1")
+    motion = read_motion_file(EXCERPT)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        measurements, _ = rt.compute(*rt.motion_arrays(motion))
+    ik = rt.make_ik()
+    for k in range(1, len(measurements)):
+        ik.step(measurements[k], float(motion.times[k] - motion.times[k - 1]))
+    assert checked["offsets"] > 100 and checked["checks"] > 100, checked
+
+
+def test_the_secants_cheap_check_is_numpys_max_with_nan_and_at_the_tolerance():
+    """:func:`~dynik_ros.core.extra_terms.within` against ``np.abs(t - m - o).max() <= tol``: random vectors
+    about the tolerance, an entry exactly at it, and NaN anywhere (numpy's max is NaN: the check fails)."""
+    from dynik_ros.core.extra_terms import within
+
+    rng = np.random.default_rng(11)
+    for _ in range(2000):
+        n = int(rng.integers(3, 13))
+        t, m, o = (rng.normal(scale=1e-3, size=n) for _ in range(3))
+        tol = float(rng.choice([1e-4, 1e-3, 5e-3]))
+        if rng.random() < 0.2:
+            t[int(rng.integers(n))] = np.nan
+        if rng.random() < 0.2:
+            o[:] = t - m - tol  # |t - m - o| at the tolerance, to rounding
+        plain = bool(np.abs(t - m - o).max() <= tol)
+        assert within(t.tolist(), m.tolist(), o.tolist(), tol) == plain

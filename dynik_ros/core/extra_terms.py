@@ -18,6 +18,7 @@ import pinocchio as pin
 from dynik_ros.core.com_objective import ComObjective
 from dynik_ros.core.floor_rows import MISS, FloorRows
 from dynik_ros.core.frame_kinematics import FrameKinematics
+from dynik_ros.core.frame_placements import placement_view
 from dynik_ros.core.loop_closure import LoopRows
 from dynik_ros.core.regularizers import Regularizers
 from dynik_ros.core.stance_priority import StancePriority
@@ -58,6 +59,7 @@ class ExtraTerms:
         if self.stance is not None:
             targets = ik.targets
             self._stance_ids = [robot.frame_id(f) for f in self.stance.frames]
+            self._stance_gather = np.array(self._stance_ids, dtype=np.intp)  # their placements' rows
             position = {t.frame for t in targets.position_targets}
             orientation = {t.frame for t in targets.orientation_targets}
             # the stance frames' own kinematics: their rows of the stacked Jacobian, in StanceRows.rows order
@@ -76,7 +78,14 @@ class ExtraTerms:
             # per stance frame: has it position rows, orientation rows (StanceRows.rows, in this order)
             self._stance_parts = [(f in position, f in orientation) for f in self.stance.frames]
         self._held: dict[tuple[bool, ...], np.ndarray] = {}  # _held_of, per stance pattern
-        self._start_poses: list | None = None  # the stance frames' placements at q_{k-1} (observe)
+        # the stance frames' placements at q_{k-1} (observe): their rows of the placement table (an array,
+        # :mod:`.frame_placements`), else SE3 copies (a list) where pinocchio's layout is not the table's
+        self._start_poses: np.ndarray | list | None = None
+        self._viewed = None  # the pin.Data whose placement table _table is (_placements)
+        self._table: np.ndarray | None = None
+        # this step's stacked Jacobian's rows of the frames in contact (_predicted; read only): the secant
+        # and the integration's restart read them again
+        self._held_jacobian: np.ndarray | None = None
         self._corrected = None  # this step's v* itself (the stance rows are posed with it shifted)
         self._posed_offset = None  # the stance rows' offset as first posed (_predicted), per active row
         self.priority = None  # priority 1 of the stance rows (core/stance_priority.py)
@@ -117,15 +126,33 @@ class ExtraTerms:
             or config.floor.enabled
         )
 
+    def __getstate__(self) -> dict:
+        """A copy views no ``pin.Data`` (a copied view is a snapshot): it makes its own on first use."""
+        return {**self.__dict__, "_viewed": None, "_table": None}
+
+    def _placements(self, kinematics) -> np.ndarray | None:
+        """The stance frames' rows of the placement table of ``kinematics.data`` (a copy: per frame its
+        rotation column by column, then its translation, :mod:`.frame_placements`), one gather where
+        reading them frame by frame built two objects a frame; ``None`` where pinocchio's layout is not the
+        table's."""
+        data = kinematics.data
+        if data is not self._viewed:
+            self._viewed, self._table = data, placement_view(kinematics.model, data)
+        return None if self._table is None else self._table[self._stance_gather]
+
     def observe(self, kinematics, measurements) -> None:
         if self.regularizers is not None:
             self.regularizers.end_step()  # a new step: its Jacobians are not computed yet
         if self.stance is not None:
             self.stance.observe(measurements.stance)
             pattern = self.stance.pattern
-            omf = kinematics.data.oMf
-            ids = zip(pattern.active, self._stance_ids, strict=True)
-            self._start_poses = [omf[i].copy() if on else None for on, i in ids] if pattern.imposed else None
+            self._start_poses = None
+            if pattern.imposed:
+                self._start_poses = self._placements(kinematics)
+                if self._start_poses is None:
+                    omf = kinematics.data.oMf
+                    ids = zip(pattern.active, self._stance_ids, strict=True)
+                    self._start_poses = [omf[i].copy() if on else None for on, i in ids]
         if self.loops is not None:
             self.loops.observe(kinematics.data)
         if self.floor is not None:
@@ -158,7 +185,8 @@ class ExtraTerms:
         stance = self.stance
         if stance is None or not stance.imposed or self._task is None or self._task[0] is None:
             return None
-        return self._task[0][stance.pattern.rows]
+        held = self._held_jacobian  # (read only: the caller copies before it zeroes columns)
+        return held if held is not None else self._task[0][stance.pattern.rows]
 
     def _held_of(self, pattern) -> np.ndarray:
         """Per :class:`~.stance_rows.StancePattern` (built at its first step): the rows of the secant's
@@ -370,7 +398,7 @@ class ExtraTerms:
         rows = stance.pattern.rows
         own = self._held_of(stance.pattern)
         jacobian, _, weights = self._task
-        held = jacobian[rows]
+        held = self._held_jacobian if self._held_jacobian is not None else jacobian[rows]
         corrected = self._corrected
         offset = self._posed_offset  # (J(q_mid) - J) m as posed: the rows ask J m = y* - offset
         cheap_pass = SECANT_TOLERANCE - SECANT_MARGIN
@@ -379,7 +407,8 @@ class ExtraTerms:
                 break
             mean = ik.step_mean(solution.nu)
             moved = held @ mean
-            if np.abs(self._held_velocity(ik, mean, 0.5 * dt) - moved - offset).max() <= cheap_pass:
+            twists = self._held_velocity(ik, mean, 0.5 * dt)
+            if within(twists.tolist(), moved.tolist(), offset.tolist(), cheap_pass):
                 break  # the check below passes too (SECANT_MARGIN), without q_mid's Jacobian
             base, q_mid = ik.advanced(mean, 0.5 * dt)
             self._secant.update_jacobian(q_mid)
@@ -406,13 +435,13 @@ class ExtraTerms:
         by ``R``: ``v_B + omega_B x (p - p_B) + R v_rel`` and ``omega_B + R omega_rel``, the rows' ``J m``.
         The same numbers to rounding (:data:`SECANT_MARGIN`)."""
         robot, data, nb = ik.robot, self._twists, ik.robot.base_dofs
-        joints = ik.joint_positions + h * mean[nb:]  # as ik.advanced moves them
+        step = h * mean  # (its entries are h * mean[i], as ik.advanced moves q by slices of the mean)
         if nb:
-            rotation = pin.exp3(h * mean[3:6]) @ ik.base_rotation
-            q = np.concatenate((_AT_ORIGIN, joints))
+            rotation = pin.exp3(step[3:6]) @ ik.base_rotation
+            q = np.concatenate((_AT_ORIGIN, ik.joint_positions + step[nb:]))
             v = np.concatenate((mean[:3] @ rotation, mean[3:6] @ rotation, mean[6:]))
         else:
-            q, v = joints, mean
+            q, v = ik.joint_positions + step, mean
         pin.forwardKinematics(robot.model, data, q, v)
         frame = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
         twists = []
@@ -441,28 +470,53 @@ class ExtraTerms:
         posings. :meth:`stance_secant` checks this offset after the solve; it is zero where the Jacobian is
         taken at ``q_{k-1}``."""
         self._corrected = corrected
+        self._held_jacobian = None
         stance = self.stance
         if stance is None or not stance.imposed or jacobian is None or corrected is None:
             self._posed_offset = None
             return corrected
+        rows = stance.pattern.rows
+        held = self._held_jacobian = jacobian[rows]
+        held.flags.writeable = False
+        moved = self._moved(kinematics)
+        linear = (held @ predicted_mean).tolist()
+        # (the displacement over dt less J m_pred, per entry in floats: the array formula's operations)
+        offset = self._posed_offset = np.array([d / dt - j for d, j in zip(moved, linear, strict=True)])
+        shifted = corrected.copy()
+        shifted[rows] -= offset
+        return shifted
+
+    def _moved(self, kinematics) -> list[float]:
+        """The held frames' displacement from ``q_{k-1}`` (:meth:`observe`) to ``kinematics``' placements,
+        frame by frame: the origin's ``end - start`` and ``log3(R_end R_start^T)``, as floats. From the
+        placement table's rows (:meth:`_placements`) the rotations are viewed with the strides of pinocchio's
+        own (column-major), so their product is numpy's same call on the same layout."""
+        starts = self._start_poses
+        parts = zip(self.stance.pattern.active, self._stance_ids, self._stance_parts, strict=True)
+        moved: list[float] = []
+        if isinstance(starts, np.ndarray):
+            ends = self._placements(kinematics)
+            end_rows, start_rows = ends.tolist(), starts.tolist()
+            for i, (on, _, (pos, ori)) in enumerate(parts):
+                if not on:
+                    continue
+                if pos:
+                    e, b = end_rows[i], start_rows[i]
+                    moved += (e[9] - b[9], e[10] - b[10], e[11] - b[11])
+                if ori:  # (a row's first nine entries reshaped: R^T, C-ordered; .T: R, column-major)
+                    turn = ends[i, :9].reshape(3, 3).T @ starts[i, :9].reshape(3, 3)
+                    moved += pin.log3(turn).tolist()
+            return moved
         omf = kinematics.data.oMf
-        moved = []
-        for on, fid, start, (pos, ori) in zip(
-            stance.pattern.active, self._stance_ids, self._start_poses, self._stance_parts, strict=True
-        ):
+        for (on, fid, (pos, ori)), start in zip(parts, starts, strict=True):
             if not on:
                 continue
             end = omf[fid]
             if pos:
-                moved.append(end.translation - start.translation)
+                moved += (end.translation - start.translation).tolist()
             if ori:
-                moved.append(pin.log3(end.rotation @ start.rotation.T))
-        rows = stance.pattern.rows
-        offset = np.concatenate(moved) / dt - jacobian[rows] @ predicted_mean
-        self._posed_offset = offset
-        shifted = corrected.copy()
-        shifted[rows] -= offset
-        return shifted
+                moved += pin.log3(end.rotation @ start.rotation.T).tolist()
+        return moved
 
     def count_step(self) -> None:
         """The step's stance outcome into priority 1's counts (:meth:`.StancePriority.count_step`)."""
@@ -523,3 +577,13 @@ class ExtraTerms:
             if change <= 1e-6 * (1.0 + np.abs(solution.nu).max()):
                 break
         return solution
+
+
+def within(twists: list[float], moved: list[float], offset: list[float], tolerance: float) -> bool:
+    """``np.abs(twists - moved - offset).max() <= tolerance`` of three equal-length vectors given as floats
+    (:meth:`ExtraTerms.stance_secant`'s cheap check): the same subtractions, and ``False`` where an entry is
+    NaN (as NaN's max compares), without numpy's per-call cost on a dozen entries."""
+    for t, m, o in zip(twists, moved, offset, strict=True):
+        if not abs(t - m - o) <= tolerance:
+            return False
+    return True
