@@ -32,7 +32,7 @@ def _plain_bounds(stance: StanceRows, flags, jacobian, corrected, w0, carried):
         stop = start + len(rows)
         if on:
             a[start:stop] = w0 * jacobian[rows]
-            centre = corrected[rows] - jacobian[rows] @ carried
+            centre = corrected[rows] if carried is None else corrected[rows] - jacobian[rows] @ carried
             lower[start:stop], upper[start:stop] = centre - stance.tolerance, centre + stance.tolerance
         start = stop
     return a, lower, upper
@@ -72,8 +72,14 @@ def test_the_stance_pattern_and_bounds_are_those_of_the_flags_after_every_observ
         expected = _plain_bounds(stance, flags, jacobian, corrected, w0, carried)
         written = stance.bounds(jacobian, corrected, w0, carried, out=out)
         fresh = stance.bounds(jacobian, corrected, w0, carried)
-        for got, new, want in zip(written, fresh, expected, strict=True):
-            assert np.array_equal(got, want) and np.array_equal(new, want)
+        # the held rows given (ExtraTerms' step: read frame by frame as slices; a 3-row block too)
+        given = stance.bounds(jacobian, corrected, w0, carried, held=jacobian[pattern.rows])
+        for got, new, by_held, want in zip(written, fresh, given, expected, strict=True):
+            assert np.array_equal(got, want) and np.array_equal(new, want) and np.array_equal(by_held, want)
+        plain = _plain_bounds(stance, flags, jacobian, corrected, w0, None)
+        euler = stance.bounds(jacobian, corrected, w0, None, held=jacobian[pattern.rows])
+        for got, want in zip(euler, plain, strict=True):
+            assert np.array_equal(got, want)  # no carried velocity (Euler)
     assert len(stance._patterns) == 8  # one per combination, built once
     with pytest.raises(ValueError, match="read-only"):
         stance.active[0] = True  # the flags change only through observe (the pattern follows them)
@@ -302,3 +308,80 @@ def test_the_secants_cheap_check_is_numpys_max_with_nan_and_at_the_tolerance():
             o[:] = t - m - tol  # |t - m - o| at the tolerance, to rounding
         plain = bool(np.abs(t - m - o).max() <= tol)
         assert within(t.tolist(), m.tolist(), o.tolist(), tol) == plain
+
+
+def _plain_held_velocity(extra, ik, mean, h):
+    """``ExtraTerms._held_velocity`` as first written: ``@`` products, joints moved by ``h * mean[nb:]``."""
+    robot, data, nb = ik.robot, extra._twists, ik.robot.base_dofs
+    joints = ik.joint_positions + h * mean[nb:]
+    if nb:
+        rotation = pin.exp3(h * mean[3:6]) @ ik.base_rotation
+        q = np.concatenate((np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]), joints))
+        v = np.concatenate((mean[:3] @ rotation, mean[3:6] @ rotation, mean[6:]))
+    else:
+        q, v = joints, mean
+    pin.forwardKinematics(robot.model, data, q, v)
+    frame, twists = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED, []
+    for on, fid, (pos, ori) in zip(
+        extra.stance.pattern.active, extra._stance_ids, extra._stance_parts, strict=True
+    ):
+        if on:
+            twist = pin.getFrameVelocity(robot.model, data, fid, frame)
+            twists.append(twist.vector if pos and ori else twist.linear if pos else twist.angular)
+    stacked = np.concatenate(twists)
+    return (stacked.reshape(-1, 3) @ rotation.T).reshape(-1) if nb else stacked
+
+
+def test_the_secants_twists_are_their_plain_formula_bit_for_bit():
+    """``ExtraTerms._held_velocity`` (np.dot's C function for ``@``, ``h m`` once) against its plain formula
+    on G1 with a floating and a fixed base, every combination of held feet, random configurations and means;
+    and ``_dot`` against ``@`` on the layouts the stance rows multiply (C- and column-major 3 x 3, their
+    transposes, rows of 3, the held Jacobian rows and a vector)."""
+    from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
+    from dynik_ros.core.extra_terms import _dot
+    from dynik_ros.core.robot_model import RobotModel
+    from dynik_ros.retarget.registry import load_robot
+
+    rng = np.random.default_rng(7)
+    urdf = load_robot("g1").urdf_path
+    feet = ("left_ankle_roll_link", "right_ankle_roll_link")
+    for floating in (True, False):
+        robot = RobotModel.from_urdf_file(urdf, floating_base=floating)
+        targets = [
+            FrameTarget("pelvis", position=True),
+            FrameTarget(feet[0], position=True),
+            FrameTarget(feet[1]),
+        ]
+        for flags in ((True, True), (True, False), (False, True)):
+            q0 = robot.neutral_configuration(warn=False)
+            q0[q0.size - robot.n_joints :] = rng.uniform(robot.lower, robot.upper)
+            if floating:
+                quaternion = rng.normal(size=4)
+                q0[:3], q0[3:7] = rng.normal(size=3), quaternion / np.linalg.norm(quaternion)
+            ik = DynamicalIK(robot, targets, DynamicalIKConfig(stance_frames=feet), q0=q0)
+            ik.extra.stance.observe(np.array(flags))
+            for _ in range(20):
+                mean, h = rng.normal(scale=rng.choice([0.1, 1.0, 10.0]), size=robot.nv), 0.5 / 120.0
+                fast = ik.extra._held_velocity(ik, mean, h)
+                assert np.array_equal(fast, _plain_held_velocity(ik.extra, ik, mean, h)), (floating, flags)
+    for _ in range(3000):
+        a = pin.exp3(rng.normal(size=3))
+        b = np.asfortranarray(pin.exp3(rng.normal(size=3)) @ a)
+        rows, jacobian, vector = (
+            rng.normal(size=(int(rng.integers(1, 5)), 3)),
+            rng.normal(size=(12, 35)),
+            rng.normal(size=35),
+        )
+        for x, y in (
+            (a, b),
+            (b, a),
+            (b.T, a),
+            (a, b.T),
+            (vector[:3], a),
+            (vector[3:6], b),
+            (rows, a.T),
+            (rows, b.T),
+            (jacobian, vector),
+            (jacobian[6:], vector),
+        ):
+            assert np.array_equal(_dot(x, y), x @ y)

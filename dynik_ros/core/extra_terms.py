@@ -33,6 +33,10 @@ SECANT_PASSES = 2  # the rows linearised again at most this often per step
 # G1, |J m| <= 2.2 m/s), far inside it
 SECANT_MARGIN = 1e-9
 _AT_ORIGIN = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])  # a free-flyer's q at the origin, unturned
+# np.dot's own C function (NEP 18's _implementation, without the __array_function__ dispatch): the products of
+# @ on the stance rows' small matrices and vectors (the same BLAS calls, the same values:
+# test_stance_fast_paths), a microsecond less each than matmul's dispatch
+_dot = getattr(np.dot, "_implementation", np.dot)
 
 
 class ExtraTerms:
@@ -305,7 +309,7 @@ class ExtraTerms:
             centre = self.priority.centre(
                 jacobian, corrected, weights, ik._lower, ik._upper, self._others(), w0, carried
             )
-        stance.bounds(jacobian, centre, w0, carried, out=self._stance_block)
+        stance.bounds(jacobian, centre, w0, carried, out=self._stance_block, held=self._held_jacobian)
 
     def _others(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The dynamic rows other than the stance rows, as posed (views where they are one block: the
@@ -406,7 +410,7 @@ class ExtraTerms:
             if not solution.solved:
                 break
             mean = ik.step_mean(solution.nu)
-            moved = held @ mean
+            moved = _dot(held, mean)
             twists = self._held_velocity(ik, mean, 0.5 * dt)
             if within(twists.tolist(), moved.tolist(), offset.tolist(), cheap_pass):
                 break  # the check below passes too (SECANT_MARGIN), without q_mid's Jacobian
@@ -437,9 +441,9 @@ class ExtraTerms:
         robot, data, nb = ik.robot, self._twists, ik.robot.base_dofs
         step = h * mean  # (its entries are h * mean[i], as ik.advanced moves q by slices of the mean)
         if nb:
-            rotation = pin.exp3(step[3:6]) @ ik.base_rotation
+            rotation = _dot(pin.exp3(step[3:6]), ik.base_rotation)
             q = np.concatenate((_AT_ORIGIN, ik.joint_positions + step[nb:]))
-            v = np.concatenate((mean[:3] @ rotation, mean[3:6] @ rotation, mean[6:]))
+            v = np.concatenate((_dot(mean[:3], rotation), _dot(mean[3:6], rotation), mean[6:]))
         else:
             q, v = ik.joint_positions + step, mean
         pin.forwardKinematics(robot.model, data, q, v)
@@ -457,7 +461,7 @@ class ExtraTerms:
                 elif ori:
                     twists.append(twist.angular)
         stacked = np.concatenate(twists)
-        return (stacked.reshape(-1, 3) @ rotation.T).reshape(-1) if nb else stacked
+        return _dot(stacked.reshape(-1, 3), rotation.T).reshape(-1) if nb else stacked
 
     def _predicted(self, kinematics, corrected, jacobian, predicted_mean, dt: float):
         """``v*`` with the held frames' rows shifted by the offset of the predicted step,
@@ -479,7 +483,7 @@ class ExtraTerms:
         held = self._held_jacobian = jacobian[rows]
         held.flags.writeable = False
         moved = self._moved(kinematics)
-        linear = (held @ predicted_mean).tolist()
+        linear = _dot(held, predicted_mean).tolist()
         # (the displacement over dt less J m_pred, per entry in floats: the array formula's operations)
         offset = self._posed_offset = np.array([d / dt - j for d, j in zip(moved, linear, strict=True)])
         shifted = corrected.copy()
@@ -504,7 +508,7 @@ class ExtraTerms:
                     e, b = end_rows[i], start_rows[i]
                     moved += (e[9] - b[9], e[10] - b[10], e[11] - b[11])
                 if ori:  # (a row's first nine entries reshaped: R^T, C-ordered; .T: R, column-major)
-                    turn = ends[i, :9].reshape(3, 3).T @ starts[i, :9].reshape(3, 3)
+                    turn = _dot(ends[i, :9].reshape(3, 3).T, starts[i, :9].reshape(3, 3))
                     moved += pin.log3(turn).tolist()
             return moved
         omf = kinematics.data.oMf

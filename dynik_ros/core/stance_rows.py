@@ -95,20 +95,31 @@ class StanceRows:
         w0: float = 1.0,
         carried: np.ndarray | None = None,
         out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+        held: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(A, l, u)`` on ``nu_k`` of the rows: the frames in contact bound to ``v*`` within the tolerance,
         on the step's mean velocity ``m = w0 nu_k + carried`` (the integration rule's weights); written into
-        ``out`` (``A``, ``l``, ``u`` of the rows: e.g. views of the step's dynamic rows) if given."""
+        ``out`` (``A``, ``l``, ``u`` of the rows: e.g. views of the step's dynamic rows) if given. ``held``:
+        ``jacobian[pattern.rows]`` if the caller has it (the step's, :mod:`.extra_terms`), read frame by
+        frame as contiguous slices instead of a gather per frame: each frame's ``J_i c`` stays a product of
+        its own rows (one product of all the rows rounds differently)."""
         if out is None:
             out = np.empty((self.n_rows, self.nv)), np.empty(self.n_rows), np.empty(self.n_rows)
         a, lower, upper = out
+        tolerance, start = self.tolerance, 0
         for on, block, rows in self.pattern.blocks:
-            if on:
-                a[block], centre = on_mean(jacobian[rows], corrected[rows], w0, carried)
-                lower[block] = centre - self.tolerance
-                upper[block] = centre + self.tolerance
-            else:
+            if not on:
                 a[block], lower[block], upper[block] = 0.0, -np.inf, np.inf
+                continue
+            if held is None:
+                rows_jacobian = jacobian[rows]
+            else:
+                stop = start + len(rows)
+                rows_jacobian, start = held[start:stop], stop
+            np.multiply(w0, rows_jacobian, out=a[block])  # (on_mean's w0 J, written where it goes)
+            centre = corrected[rows] if carried is None else corrected[rows] - rows_jacobian @ carried
+            np.subtract(centre, tolerance, out=lower[block])
+            np.add(centre, tolerance, out=upper[block])
         return out
 
 
