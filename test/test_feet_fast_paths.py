@@ -227,3 +227,27 @@ def test_the_level_rotation_is_built_again_when_the_heading_changes():
         c, s = math.cos(yaw), math.sin(yaw)
         expected = np.array(((c, -s, 0.0), (s, c, 0.0), (0.0, 0.0, 1.0)))
         assert _same_bits(contact._level(f), expected), (k, yaw)
+
+
+def test_the_toe_off_margin_is_taken_only_past_the_threshold_and_answers_as_the_plain_rule():
+    """:func:`~dynik_ros.retarget.contact_floats.past_margin` against ``excess > threshold + margin`` for
+    margins >= 0, infinite or NaN (the noise margin's values), excesses about the threshold and at it, NaN
+    excesses; the margin is read only where the excess is past the threshold."""
+    from dynik_ros.retarget.contact_floats import past_margin
+
+    rng = np.random.default_rng(17)
+    read = []
+    for _ in range(20000):
+        threshold = float(rng.choice([0.0, 0.005, 1e-3]))
+        margin = float(rng.choice([0.0, np.inf, np.nan, rng.uniform(0.0, 1e-3), 1e-18]))
+        excess = float(
+            rng.choice([threshold, threshold + margin, np.nan, threshold + rng.normal(scale=2e-3)])
+        )
+
+        def margin_of(m=margin):
+            read.append(m)
+            return m
+
+        read.clear()
+        assert past_margin(excess, threshold, margin_of) == (excess > threshold + margin)
+        assert bool(read) == (excess > threshold)

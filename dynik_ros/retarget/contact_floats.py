@@ -7,7 +7,7 @@ rules run for every foot at every sample of a take, twice offline (``Retargeter.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -120,3 +120,12 @@ def nearest(points: Sequence[float], others: Sequence[float]) -> float:
     if best is None:
         raise ValueError("nearest() of no points")  # (as min() of nothing)
     return best
+
+
+def past_margin(excess: float, threshold: float, margin: Callable[[], float]) -> bool:
+    """``excess > threshold + margin()`` for a margin that is ``>= 0`` (or NaN; the toe-off rule's noise
+    margin, :meth:`.foot_contact.FootContact._decide`), with ``margin()`` called only where ``excess``
+    is past ``threshold``: ``threshold + m >= threshold`` for ``m >= 0`` (rounding is monotone), so an
+    excess not past the threshold is not past it plus the margin either (the median of the heel noise was
+    taken on every held sample)."""
+    return excess > threshold and excess > threshold + margin()

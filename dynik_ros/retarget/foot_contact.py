@@ -72,7 +72,16 @@ import pinocchio as pin
 from dynik_ros.estimation.kinematic_contact import foot_speeds, next_contact, sole_heights
 from dynik_ros.retarget.calibration import Calibration
 from dynik_ros.retarget.config import ContactSpec, FootSpec
-from dynik_ros.retarget.contact_floats import blended_rate, cross_values, dot, faded, held, lowest, nearest
+from dynik_ros.retarget.contact_floats import (
+    blended_rate,
+    cross_values,
+    dot,
+    faded,
+    held,
+    lowest,
+    nearest,
+    past_margin,
+)
 from dynik_ros.retarget.heel_noise import HeelToeNoise
 from dynik_ros.retarget.leg_reach import reach_shift
 
@@ -393,7 +402,7 @@ class FootContact:
             self.heel_low[f] = min(self.heel_low[f], heel)
             self.toe_low[f] = min(self.toe_low[f], toe)
             rise = heel - self.heel_low[f]
-            if rise - (toe - self.toe_low[f]) > heel_off + self._noise_margin(f):
+            if past_margin(rise - (toe - self.toe_low[f]), heel_off, lambda: self._noise_margin(f)):
                 now = False
                 self.heel_lifted[f] = True
         if now and self.in_contact[f] and rules.footprint:
