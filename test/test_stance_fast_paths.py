@@ -16,7 +16,7 @@ import pytest
 
 from dynik_ros.core.extra_terms import ExtraTerms
 from dynik_ros.core.floor_rows import MODES
-from dynik_ros.core.stance_rows import StanceRows
+from dynik_ros.core.stance_rows import StanceRows, on_mean
 from dynik_ros.core.targets import FrameTarget, TargetSet
 
 EXCERPT = Path(__file__).parent / "data" / "cmu_131_01_walk_excerpt.bvh"
@@ -385,3 +385,6 @@ def test_the_secants_twists_are_their_plain_formula_bit_for_bit():
             (jacobian[6:], vector),
         ):
             assert np.array_equal(_dot(x, y), x @ y)
+        task, target = on_mean(jacobian, vector[:12], 0.75, vector)  # (priority 1's rows on the mean)
+        assert np.array_equal(task, 0.75 * jacobian)
+        assert np.array_equal(target, vector[:12] - jacobian @ vector)

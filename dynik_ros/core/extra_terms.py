@@ -22,7 +22,7 @@ from dynik_ros.core.frame_placements import placement_view
 from dynik_ros.core.loop_closure import LoopRows
 from dynik_ros.core.regularizers import Regularizers
 from dynik_ros.core.stance_priority import StancePriority
-from dynik_ros.core.stance_rows import StanceRows
+from dynik_ros.core.stance_rows import StanceRows, _dot
 from dynik_ros.core.velocity_qp import UNBOUNDED
 
 SECANT_TOLERANCE = 1e-3  # m/s, rad/s: a stance row's miss of J(q_mid) m that is linearised again (17 um per
@@ -33,10 +33,6 @@ SECANT_PASSES = 2  # the rows linearised again at most this often per step
 # G1, |J m| <= 2.2 m/s), far inside it
 SECANT_MARGIN = 1e-9
 _AT_ORIGIN = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])  # a free-flyer's q at the origin, unturned
-# np.dot's own C function (NEP 18's _implementation, without the __array_function__ dispatch): the products of
-# @ on the stance rows' small matrices and vectors (the same BLAS calls, the same values:
-# test_stance_fast_paths), a microsecond less each than matmul's dispatch
-_dot = getattr(np.dot, "_implementation", np.dot)
 
 
 class ExtraTerms:

@@ -52,7 +52,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from dynik_ros.core.stance_rows import StanceRows, on_mean
+from dynik_ros.core.stance_rows import StanceRows, _dot, on_mean
 from dynik_ros.core.velocity_qp import QPSettings, QPSolution, VelocityQP
 
 DAMPING = 1e-8  # mu: small against the stance rows' J_s J_s^T (>= ~1: the base's columns), see the docstring
@@ -129,7 +129,7 @@ class StancePriority:
         held = pattern.rows  # the rows of the frames in contact
         centred = corrected.copy()
         mean = w0 * solution.nu if carried is None else w0 * solution.nu + carried
-        achieved = jacobian[held] @ mean
+        achieved = _dot(jacobian[held], mean)
         met = np.abs(achieved - corrected[held]).max() <= self.stance.tolerance
         centred[held] = achieved
         self.state = STATES[0] if met else STATES[1]

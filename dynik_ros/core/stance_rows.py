@@ -35,6 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 
 TOLERANCE = 1e-4  # m/s, rad/s: half-width of each row's band
+# np.dot's own C function (NEP 18's _implementation, without the __array_function__ dispatch): the products of
+# @ on the stance rows' small matrices and vectors (the same BLAS calls, the same values:
+# test_stance_fast_paths), a microsecond less each than matmul's dispatch (here and in :mod:`.extra_terms`)
+_dot = getattr(np.dot, "_implementation", np.dot)
 
 
 class StanceRows:
@@ -117,7 +121,7 @@ class StanceRows:
                 stop = start + len(rows)
                 rows_jacobian, start = held[start:stop], stop
             np.multiply(w0, rows_jacobian, out=a[block])  # (on_mean's w0 J, written where it goes)
-            centre = corrected[rows] if carried is None else corrected[rows] - rows_jacobian @ carried
+            centre = corrected[rows] if carried is None else corrected[rows] - _dot(rows_jacobian, carried)
             np.subtract(centre, tolerance, out=lower[block])
             np.add(centre, tolerance, out=upper[block])
         return out
@@ -155,4 +159,4 @@ def on_mean(
     """``J m = v`` for the step's mean ``m = w0 nu_k + c`` as a row on ``nu_k``: ``(w0 J, v - J c)``."""
     if carried is None:
         return w0 * jacobian, velocity
-    return w0 * jacobian, velocity - jacobian @ carried
+    return w0 * jacobian, velocity - _dot(jacobian, carried)
