@@ -67,6 +67,11 @@ class ExtraTerms:
             held_o = [f for f in self.stance.frames if f in orientation]
             self._secant = FrameKinematics(robot, held_p, held_o)
             self._twists = robot.model.createData()  # the stance frames' twists at q_mid (_held_velocity)
+            # _held_velocity's q and v of a floating base (the base at the origin, then the nv - 6 joints'
+            # entries of the mean), filled in place per call; None with a fixed base
+            self._mid_state = None
+            if robot.base_dofs:
+                self._mid_state = (np.concatenate((_AT_ORIGIN, np.zeros(robot.nv - 6))), np.zeros(robot.nv))
             # per row of the stance block (StanceRows.rows concatenated): its row in the secant's Jacobian
             order = []
             for f in self.stance.frames:
@@ -438,8 +443,11 @@ class ExtraTerms:
         step = h * mean  # (its entries are h * mean[i], as ik.advanced moves q by slices of the mean)
         if nb:
             rotation = _dot(pin.exp3(step[3:6]), ik.base_rotation)
-            q = np.concatenate((_AT_ORIGIN, ik.joint_positions + step[nb:]))
-            v = np.concatenate((_dot(mean[:3], rotation), _dot(mean[3:6], rotation), mean[6:]))
+            q, v = self._mid_state  # (q: the base at the origin, then the joints; written in place)
+            np.add(ik.joint_positions, step[nb:], out=q[7:])
+            _dot(mean[:3], rotation, v[:3])
+            _dot(mean[3:6], rotation, v[3:6])
+            v[6:] = mean[6:]
         else:
             q, v = ik.joint_positions + step, mean
         pin.forwardKinematics(robot.model, data, q, v)
