@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from dynik_ros.retarget.contact_floats import blended_rate, dot, faded, held, lowest, nearest
+from dynik_ros.core.small_arrays import dot
+from dynik_ros.retarget.contact_floats import blended_rate, faded, held, lowest, nearest
 from dynik_ros.retarget.foot_contact import _Rules
 
 

@@ -21,8 +21,9 @@ from dynik_ros.core.frame_kinematics import FrameKinematics
 from dynik_ros.core.frame_placements import placement_view
 from dynik_ros.core.loop_closure import LoopRows
 from dynik_ros.core.regularizers import Regularizers
+from dynik_ros.core.small_arrays import dot as _dot
 from dynik_ros.core.stance_priority import StancePriority
-from dynik_ros.core.stance_rows import StanceRows, _dot
+from dynik_ros.core.stance_rows import StanceRows
 from dynik_ros.core.velocity_qp import UNBOUNDED
 
 SECANT_TOLERANCE = 1e-3  # m/s, rad/s: a stance row's miss of J(q_mid) m that is linearised again (17 um per

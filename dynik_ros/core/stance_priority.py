@@ -52,7 +52,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from dynik_ros.core.stance_rows import StanceRows, _dot, on_mean
+from dynik_ros.core.small_arrays import dot as _dot
+from dynik_ros.core.stance_rows import StanceRows, on_mean
 from dynik_ros.core.velocity_qp import QPSettings, QPSolution, VelocityQP
 
 DAMPING = 1e-8  # mu: small against the stance rows' J_s J_s^T (>= ~1: the base's columns), see the docstring

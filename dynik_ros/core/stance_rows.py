@@ -34,11 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dynik_ros.core.small_arrays import dot as _dot
+
 TOLERANCE = 1e-4  # m/s, rad/s: half-width of each row's band
-# np.dot's own C function (NEP 18's _implementation, without the __array_function__ dispatch): the products of
-# @ on the stance rows' small matrices and vectors (the same BLAS calls, the same values:
-# test_stance_fast_paths), a microsecond less each than matmul's dispatch (here and in :mod:`.extra_terms`)
-_dot = getattr(np.dot, "_implementation", np.dot)
 
 
 class StanceRows:

@@ -11,12 +11,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-# products of a few 3x3 matrices and 3-vectors per foot and sample: np.dot computes @'s products (the same
-# BLAS calls, test_feet_fast_paths) without matmul's dispatch, a microsecond less each; and np.dot's own C
-# function (its _implementation, NEP 18) without the __array_function__ dispatch in front of it, a quarter
-# of a microsecond less again (the same function on the same arrays; np.dot where numpy has no such attribute)
-dot = getattr(np.dot, "_implementation", np.dot)
-
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a x b`` of two 3-vectors in float arithmetic, the same operations as ``np.cross`` (which costs

@@ -69,13 +69,13 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from dynik_ros.core.small_arrays import dot
 from dynik_ros.estimation.kinematic_contact import foot_speeds, next_contact, sole_heights
 from dynik_ros.retarget.calibration import Calibration
 from dynik_ros.retarget.config import ContactSpec, FootSpec
 from dynik_ros.retarget.contact_floats import (
     blended_rate,
     cross_values,
-    dot,
     faded,
     held,
     lowest,
