@@ -337,33 +337,16 @@ def test_the_secants_twists_are_their_plain_formula_bit_for_bit():
     on G1 with a floating and a fixed base, every combination of held feet, random configurations and means;
     and ``_dot`` against ``@`` on the layouts the stance rows multiply (C- and column-major 3 x 3, their
     transposes, rows of 3, the held Jacobian rows and a vector)."""
-    from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
-    from dynik_ros.core.extra_terms import _dot
-    from dynik_ros.core.robot_model import RobotModel
-    from dynik_ros.retarget.registry import load_robot
+    from test_stance_secant import held_feet_iks
+
+    from dynik_ros.core.small_arrays import dot as _dot
 
     rng = np.random.default_rng(7)
-    urdf = load_robot("g1").urdf_path
-    feet = ("left_ankle_roll_link", "right_ankle_roll_link")
-    for floating in (True, False):
-        robot = RobotModel.from_urdf_file(urdf, floating_base=floating)
-        targets = [
-            FrameTarget("pelvis", position=True),
-            FrameTarget(feet[0], position=True),
-            FrameTarget(feet[1]),
-        ]
-        for flags in ((True, True), (True, False), (False, True)):
-            q0 = robot.neutral_configuration(warn=False)
-            q0[q0.size - robot.n_joints :] = rng.uniform(robot.lower, robot.upper)
-            if floating:
-                quaternion = rng.normal(size=4)
-                q0[:3], q0[3:7] = rng.normal(size=3), quaternion / np.linalg.norm(quaternion)
-            ik = DynamicalIK(robot, targets, DynamicalIKConfig(stance_frames=feet), q0=q0)
-            ik.extra.stance.observe(np.array(flags))
-            for _ in range(20):
-                mean, h = rng.normal(scale=rng.choice([0.1, 1.0, 10.0]), size=robot.nv), 0.5 / 120.0
-                fast = ik.extra._held_velocity(ik, mean, h)
-                assert np.array_equal(fast, _plain_held_velocity(ik.extra, ik, mean, h)), (floating, flags)
+    for floating, flags, ik in held_feet_iks(rng):
+        for _ in range(20):
+            mean, h = rng.normal(scale=rng.choice([0.1, 1.0, 10.0]), size=ik.robot.nv), 0.5 / 120.0
+            fast = ik.extra._held_velocity(ik, mean, h)
+            assert np.array_equal(fast, _plain_held_velocity(ik.extra, ik, mean, h)), (floating, flags)
     for _ in range(3000):
         a = pin.exp3(rng.normal(size=3))
         b = np.asfortranarray(pin.exp3(rng.normal(size=3)) @ a)

@@ -8,8 +8,8 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-from test_floor_rows import RATE, _g1, _standing
-from test_stance_priority import _rolled_left_foot
+from test_floor_rows import RATE
+from test_stance_priority import held_roll_past_the_limit
 from test_stance_rows import _pulled_run
 
 from dynik_ros.core import stance_priority
@@ -37,16 +37,7 @@ def test_where_the_plain_rows_cannot_be_met_the_step_is_priority_1s_bit_for_bit(
     each trial ends in DAQP without an optimum (OSQP is never set up: it would spend its iteration limit on
     the contradicting rows), priority 1 is solved and the step re-solved, and every written ``q`` and state
     equals the run without the trial bit for bit."""
-    rt = _g1(False, stance="hard")
-    t, measurements, _ = _standing(rt, 2.0)
-    rolled = _rolled_left_foot(rt, measurements, t)
-    robot = rt.robot
-    q0 = rt.initial_configuration()
-    joints = q0[robot.nq - robot.n_joints :]
-    roll_joint = robot.joint_names.index("left_ankle_roll_joint")
-    legs = [i for i, j in enumerate(robot.joint_names) if any(k in j for k in ("hip", "knee", "ankle"))]
-    frozen = [i for i in legs if i != roll_joint]
-    robot.lower[frozen] = robot.upper[frozen] = joints[frozen]
+    rt, rolled, q0, _ = held_roll_past_the_limit()
     tried, plain = rt.make_ik(q0=q0), rt.make_ik(q0=q0)
     plain.extra.priority.plain_first = False
     assert tried.extra.priority.plain_first  # the default

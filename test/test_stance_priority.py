@@ -31,6 +31,23 @@ def _rolled_left_foot(rt, measurements, t, ramp: float = 0.5):
     return out
 
 
+def held_roll_past_the_limit():
+    """G1 standing on both feet held flat (hard stance rows), every leg joint held at its place by its limits
+    but the left ankle roll (+-15 deg), the left foot's held orientation rolled 25 deg: ``(retargeter,
+    measurements, q0, the ankle roll's joint index)``; no ``nu`` meets the plain stance rows."""
+    rt = _g1(False, stance="hard")
+    t, measurements, _ = _standing(rt, 2.0)
+    rolled = _rolled_left_foot(rt, measurements, t)
+    robot = rt.robot
+    q0 = rt.initial_configuration()
+    joints = q0[robot.nq - robot.n_joints :]
+    roll_joint = robot.joint_names.index("left_ankle_roll_joint")
+    legs = [i for i, j in enumerate(robot.joint_names) if any(k in j for k in ("hip", "knee", "ankle"))]
+    frozen = [i for i in legs if i != roll_joint]
+    robot.lower[frozen] = robot.upper[frozen] = joints[frozen]
+    return rt, rolled, q0, roll_joint
+
+
 def _feet_cost(rt, ik, measurement):
     """``f(q) = 1/2 sum w^2 K e^2`` over the feet's residual rows (eq. 5, log residual) against
     ``measurement`` (``K`` this step's: at least its ``min_gain``): the quantity priority 1
@@ -71,16 +88,8 @@ def test_a_held_roll_past_the_ankle_roll_limit_is_met_as_far_as_the_limits_allow
     no limit left, the ankle roll ends on its limit and the feet end where the feet's weighted pose error
     (the quantity priority 1 decreases) is smallest within the limits: a local search over the base pose
     and the ankle roll (the only free motions of the feet) from the written end gains < 1 %."""
-    rt = _g1(False, stance="hard")
-    t, measurements, _ = _standing(rt, 2.0)
-    rolled = _rolled_left_foot(rt, measurements, t)
+    rt, rolled, q0, roll_joint = held_roll_past_the_limit()
     robot = rt.robot
-    q0 = rt.initial_configuration()
-    joints = q0[robot.nq - robot.n_joints :]
-    roll_joint = robot.joint_names.index("left_ankle_roll_joint")
-    legs = [i for i, j in enumerate(robot.joint_names) if any(k in j for k in ("hip", "knee", "ankle"))]
-    frozen = [i for i in legs if i != roll_joint]
-    robot.lower[frozen] = robot.upper[frozen] = joints[frozen]
     ik = rt.make_ik(q0=q0)  # priority 1 on: the default
     qs, infos = step_through(ik, rolled, 1.0 / RATE)
     _within_limits(rt, np.vstack((q0, qs)))

@@ -214,32 +214,36 @@ def test_the_secants_twists_are_the_jacobians_on_a_fixed_and_a_floating_base():
     origin, the twists turned back), at random configurations and mean velocities, one held frame with
     position and orientation rows and one with orientation rows only."""
     rng = np.random.default_rng(3)
+    for floating, flags, ik in held_feet_iks(rng):
+        extra = ik.extra
+        own = extra._held_of(extra.stance.pattern)
+        for _ in range(3):
+            mean, h = rng.normal(size=ik.robot.nv), 0.004
+            twists = extra._held_velocity(ik, mean, h)
+            base, q_mid = ik.advanced(mean, h)
+            extra._secant.update_jacobian(q_mid)
+            plain = extra._secant.stacked_jacobian(base)[own] @ mean
+            assert twists.shape == plain.shape == (3 * (2 * flags[0] + flags[1]),)
+            assert np.abs(twists - plain).max() < 1e-12, (floating, flags)
+
+
+def held_feet_iks(rng: np.random.Generator):
+    """``(floating, flags, ik)``: G1's dynamical IK with a fixed and a floating base, the pelvis and both
+    feet as targets (the left with position and orientation rows, the right with orientation rows), both feet
+    as stance frames held as ``flags`` says (both, left only, right only), at a random configuration (the
+    secant's twists, here and in test_stance_fast_paths.py)."""
     urdf = load_robot("g1").urdf_path
+    feet = ("left_ankle_roll_link", "right_ankle_roll_link")
+    targets = [FrameTarget("pelvis", position=True), FrameTarget(feet[0], position=True)]
+    targets.append(FrameTarget(feet[1]))
     for floating in (False, True):
         robot = RobotModel.from_urdf_file(urdf, floating_base=floating)
-        feet = ("left_ankle_roll_link", "right_ankle_roll_link")
-        targets = [
-            FrameTarget("pelvis", position=True),
-            FrameTarget(feet[0], position=True),
-            FrameTarget(feet[1]),
-        ]
         for flags in ((True, True), (True, False), (False, True)):
             q0 = robot.neutral_configuration(warn=False)
-            joints = slice(q0.size - robot.n_joints, None)
-            q0[joints] = rng.uniform(robot.lower, robot.upper)
+            q0[q0.size - robot.n_joints :] = rng.uniform(robot.lower, robot.upper)
             if floating:
-                q0[:3] = rng.normal(size=3)
                 quaternion = rng.normal(size=4)
-                q0[3:7] = quaternion / np.linalg.norm(quaternion)
+                q0[:3], q0[3:7] = rng.normal(size=3), quaternion / np.linalg.norm(quaternion)
             ik = DynamicalIK(robot, targets, DynamicalIKConfig(stance_frames=feet), q0=q0)
-            extra = ik.extra
-            extra.stance.observe(np.array(flags))
-            own = extra._held_of(extra.stance.pattern)
-            for _ in range(3):
-                mean, h = rng.normal(size=robot.nv), 0.004
-                twists = extra._held_velocity(ik, mean, h)
-                base, q_mid = ik.advanced(mean, h)
-                extra._secant.update_jacobian(q_mid)
-                plain = extra._secant.stacked_jacobian(base)[own] @ mean
-                assert twists.shape == plain.shape == (3 * (2 * flags[0] + flags[1]),)
-                assert np.abs(twists - plain).max() < 1e-12, (floating, flags)
+            ik.extra.stance.observe(np.array(flags))
+            yield floating, flags, ik
