@@ -12,7 +12,7 @@ import pytest
 
 from dynik_ros.core.base_integration import integrate_rotation, orthonormality_correction
 from dynik_ros.core.dynamical_ik import DynamicalIK, DynamicalIKConfig
-from dynik_ros.core.frame_kinematics import FrameKinematics, _minus_skews
+from dynik_ros.core.frame_kinematics import _MINUS_SKEW, FrameKinematics
 from dynik_ros.core.robot_model import RobotModel
 from dynik_ros.core.so3 import exp_so3, orientation_log_residual_world, vee_of_skew_part
 from dynik_ros.core.targets import FrameTarget
@@ -95,6 +95,13 @@ def test_the_base_rotation_step_in_floats_is_the_array_formula():
         assert _bitwise_equal(got, _plain_integrate_rotation(rotation, omega, dt, gain))
 
 
+def _minus_skews(d: np.ndarray) -> np.ndarray:
+    """``-S(d_i)`` of every row of ``d`` (n x 3), stacked (3n x 3), gathered row by row from the entries of
+    ``d``, ``-d`` and a zero column: the assembly before the one flat gather."""
+    entries = np.concatenate((d, -d, np.zeros((len(d), 1))), axis=1)
+    return entries[:, _MINUS_SKEW].reshape(-1, 3)
+
+
 def _plain_stacked_jacobian(kinematics: FrameKinematics, base_position: np.ndarray) -> np.ndarray:
     """``FrameKinematics.stacked_jacobian`` as it was: the skews of ``p`` and ``p - p_B`` gathered apart, the
     support mask multiplied as bools; into a copy of the kinematics' array."""
@@ -103,12 +110,12 @@ def _plain_stacked_jacobian(kinematics: FrameKinematics, base_position: np.ndarr
     lin, ang = jw[:3, nb:], jw[3:, nb:]
     out = kinematics.jacobian.copy()
     p = kinematics._positions_all[:npos]
-    velocity = (_minus_skews(p, kinematics._zero_column) @ ang).reshape(npos, 3, -1)
+    velocity = (_minus_skews(p) @ ang).reshape(npos, 3, -1)
     velocity += lin
     velocity *= kinematics._support_pos[:, None, :]
     out[: 3 * npos, nb:] = velocity.reshape(3 * npos, -1)
     if nb:
-        out[: 3 * npos, 3:6] = _minus_skews(p - base_position, kinematics._zero_column)
+        out[: 3 * npos, 3:6] = _minus_skews(p - base_position)
     out[kinematics._ori_rows, kinematics._ori_src[1]] = jw[kinematics._ori_src]
     return out
 

@@ -74,7 +74,6 @@ class FrameKinematics:
         self._ori_src_flat = np.ravel_multi_index(self._ori_src, (6, nv), order="F")
         self._ori_dst_flat = np.ravel_multi_index((self._ori_rows, self._ori_src[1]), self.jacobian.shape)
         self._jacobian_flat = self.jacobian.reshape(-1)  # a view
-        self._zero_column = np.zeros((self._n_pos, 1))
         # stacked_jacobian's skews of p (fixed base) or of p and p - p_B: one gather from (d, -d, 0) flat
         self._skew_indices = _minus_skew_indices((2 if nb else 1) * self._n_pos)
         if nb:
@@ -180,19 +179,12 @@ _ZERO.flags.writeable = False
 
 def _minus_skew_indices(n: int) -> np.ndarray:
     """Indices into ``(d, -d, 0)`` (``d``: ``n`` 3-vectors flattened) of ``-S(d_i)`` for every ``i``, stacked
-    ``(3n, 3)``: :func:`_minus_skews` as one gather from one flat array (~3 us less a step than its two
-    concatenations along rows and its gather of columns)."""
+    ``(3n, 3)``, as one gather from one flat array (~3 us less a step than concatenating ``d``, ``-d`` and a
+    zero column along rows and gathering their columns by :data:`_MINUS_SKEW`)."""
     row = np.arange(n)[:, None]
     entry = _MINUS_SKEW[None, :]  # 0-2: d, 3-5: -d, 6: zero
     flat = np.where(entry < 3, 3 * row + entry, np.where(entry < 6, 3 * n + 3 * row + entry - 3, 6 * n))
     return flat.reshape(-1, 3)
-
-
-def _minus_skews(d: np.ndarray, zero_column: np.ndarray) -> np.ndarray:
-    """``-S(d_i)`` of every row of ``d`` (n x 3), stacked (3n x 3): gathered from the entries of ``d``, ``-d``
-    and 0 (``zero_column``: n x 1 zeros)."""
-    entries = np.concatenate((d, -d, zero_column), axis=1)
-    return entries[:, _MINUS_SKEW].reshape(-1, 3)
 
 
 def pose_residual(
