@@ -9,7 +9,15 @@ import math
 import numpy as np
 
 from dynik_ros.core.small_arrays import dot
-from dynik_ros.retarget.contact_floats import blended_rate, faded, held, lowest, nearest
+from dynik_ros.retarget.contact_floats import (
+    NO_RATE,
+    blended_rate,
+    faded,
+    held,
+    lowest,
+    nearest,
+    rate_term_needed,
+)
 from dynik_ros.retarget.foot_contact import _Rules
 
 
@@ -108,7 +116,9 @@ def test_the_fading_hold_in_floats_is_the_numpy_formula():
     tau = rng.choice([1e-9, 0.15, 0.45], size=n)
     with np.errstate(all="ignore"):
         for k in range(n):
-            got_target, got_rate = faded(target[k], rate[k], delta[k], float(fade[k]), float(tau[k]))
+            got_target, got_rate = faded(
+                target[k].tolist(), rate[k].tolist(), delta[k].tolist(), float(fade[k]), float(tau[k])
+            )
             expected_target = target[k].copy()
             expected_target += fade[k] * delta[k]
             expected_rate = rate[k].copy()
@@ -252,3 +262,89 @@ def test_the_toe_off_margin_is_taken_only_past_the_threshold_and_answers_as_the_
         read.clear()
         assert past_margin(excess, threshold, margin_of) == (excess > threshold + margin)
         assert bool(read) == (excess > threshold)
+
+
+def test_the_blend_rate_term_is_left_out_only_where_it_changes_nothing():
+    """``rate_term_needed`` false (``rate_alpha`` a zero, ``level_rate`` :data:`NO_RATE` itself):
+    ``blended_rate`` with ``along`` left out (zeros) answers as with any finite ``along``, for ``0 < alpha
+    <= 1`` and any omega (signed zeros, infinities, NaN). Where it is true the term is taken: a
+    ``level_rate`` of equal values but another object, or a nonzero ``rate_alpha``, can change the answer (a
+    zero's sign, a value)."""
+    rng = np.random.default_rng(18)
+    omega, along = (
+        _vectors(rng, 6000),
+        rng.normal(size=(6000, 3)) * rng.choice([0.0, 1e-300, 1.0, 1e3], (6000, 1)),
+    )
+    along[rng.random((6000, 3)) < 0.2] = -0.0
+    alpha = np.where(rng.random(6000) < 0.5, 1.0, rng.uniform(1e-9, 1.0, 6000))
+    differs = 0
+    for k in range(6000):
+        w, a, al = omega[k].tolist(), along[k].tolist(), float(alpha[k])
+        for rate_alpha in (0.0, -0.0, float(rng.normal())):
+            for level in (NO_RATE, (0.0, -0.0, 0.0), (-0.0, -0.0, -0.0)):
+                with np.errstate(all="ignore"):
+                    full = blended_rate(w, a, level, al, rate_alpha)
+                    short = blended_rate(w, NO_RATE, level, al, rate_alpha)
+                if not rate_term_needed(rate_alpha, level):
+                    assert _same_bits(short, full), (k, w, a, al, rate_alpha)
+                else:
+                    differs += not _same_bits(short, full)
+    assert differs > 1000  # (the cases the term is taken for do differ: the test sees a wrong shortcut)
+
+
+def test_the_heel_noise_is_the_median_of_its_window():
+    """``HeelToeNoise.std`` (its window's values sorted when asked) is ``np.median`` of ``|Delta^2 d|`` over
+    the in-contact measured samples of the last ``WINDOW`` seconds whose two samples before are at most
+    ``SPACING`` apart (and the current one ``2 SPACING`` from the first), divided by ``0.6745 sqrt(6)``; 0
+    after a gap over ``SPACING``, infinite with no value: at every sample of streams of mixed rates, gaps
+    and contacts."""
+    from dynik_ros.retarget.heel_noise import _MEDIAN_TO_STD, SPACING, WINDOW, HeelToeNoise
+
+    rng = np.random.default_rng(19)
+    for stream in range(12):
+        noise, seen, window = HeelToeNoise(), [], []
+        t = 0.0
+        for _ in range(1500):
+            t += float(rng.choice([1 / 120, 1 / 60, 1 / 30, 0.05, 0.12], p=[0.6, 0.2, 0.1, 0.05, 0.05]))
+            d = float(rng.normal(scale=0.003)) + 0.01 * (stream % 3)
+            contact = bool(rng.random() < (0.9 if (int(t) % 3) else 0.2))
+            noise.add(t, d, contact)
+            if contact and len(seen) >= 2 and t - seen[-2][0] <= 2.0 * SPACING + 1e-9:
+                if seen[-1][0] - seen[-2][0] <= SPACING + 1e-9:
+                    window.append((t, abs(d - 2.0 * seen[-1][1] + seen[-2][1])))
+            sparse = bool(seen) and t - seen[-1][0] > SPACING + 1e-9
+            seen.append((t, d))
+            values = [v for time, v in window if not time < t - WINDOW]
+            if sparse:
+                expected = 0.0
+            elif not values:
+                expected = math.inf
+            else:
+                expected = float(np.median(values)) / _MEDIAN_TO_STD
+            assert _same_bits(noise.std(), expected), (stream, t)
+
+
+def test_the_feet_floats_kept_beside_their_arrays_are_their_values():
+    """The contact machine keeps the held point's and the reach shift's floats beside their arrays
+    (``_anchor_xyz``, ``_reach_xyz``, read by ``held`` every held sample) and the last target as floats
+    (``last``): after every sample of a G1 walk, held and released, they are the arrays' values and the
+    target's."""
+    from dynik_ros.cli.retarget import synthetic_motion
+    from dynik_ros.retarget import Retargeter
+
+    rt = Retargeter.from_config("g1")
+    contact = rt.contact
+    advance = contact.advance
+    checked = {"held": 0, "released": 0}
+
+    def advance_checked(f, k, human, target, *args, **kwargs):
+        advance(f, k, human, target, *args, **kwargs)
+        assert contact._anchor_xyz[f] == contact.anchor[f].tolist()
+        assert contact._reach_xyz[f] == contact.reach[f].tolist()
+        assert contact.last[f] == tuple(target.tolist())
+        checked["held"] += contact.in_contact[f]
+        checked["released"] += contact.release_delta[f] is not None
+
+    contact.advance = advance_checked
+    rt.motion_measurements(synthetic_motion("walking", 6.0, 100.0))
+    assert checked["held"] > 100 and checked["released"] > 100, checked

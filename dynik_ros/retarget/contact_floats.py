@@ -58,6 +58,19 @@ def blended_rate(
     )
 
 
+NO_RATE = (0.0, 0.0, 0.0)  # a level sole's own angular velocity, not pitched on the toes (blended_rate)
+
+
+def rate_term_needed(rate_alpha: float, level_rate: Sequence[float]) -> bool:
+    """Whether :func:`blended_rate`'s ``rate_alpha along`` term can change its answer, so that ``along`` (a
+    rotation times a vector, a BLAS product) must be computed. Not with ``rate_alpha == 0`` (the blend over:
+    ``alpha`` is 1) and ``level_rate`` :data:`NO_RATE` (the object itself: not on the toes), for ``0 <
+    alpha <= 1`` and a finite ``along``: the term is then a zero, ``+0`` or ``-0``, and each component's last
+    addition, of ``alpha * 0.0 = +0``, makes any zero sum ``+0`` and leaves any other value as it is
+    (``test_feet_fast_paths``)."""
+    return rate_alpha != 0.0 or level_rate is not NO_RATE
+
+
 def held(
     anchor: Sequence[float],
     lever: Sequence[float],
@@ -82,14 +95,15 @@ def held(
 
 
 def faded(
-    target: np.ndarray, rate: np.ndarray, delta: np.ndarray, fade: float, tau: float
+    target: Sequence[float], rate: Sequence[float], delta: Sequence[float], fade: float, tau: float
 ) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
     """A released foot's position target ``target + fade delta`` and rate ``rate - (fade / tau) delta`` (the
     held offset ``delta`` fading out, :meth:`FootContact.advance`), per component in floats: numpy's
-    operations on the 3-vectors in the same order (``test_feet_fast_paths``)."""
-    t0, t1, t2 = target.tolist()
-    v0, v1, v2 = rate.tolist()
-    d0, d1, d2 = delta.tolist()
+    operations on the 3-vectors in the same order (``test_feet_fast_paths``). The vectors come as floats: the
+    offset is kept as floats from its release on."""
+    t0, t1, t2 = target
+    v0, v1, v2 = rate
+    d0, d1, d2 = delta
     slope = fade / tau
     return (t0 + fade * d0, t1 + fade * d1, t2 + fade * d2), (
         v0 - slope * d0,

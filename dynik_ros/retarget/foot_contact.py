@@ -74,6 +74,7 @@ from dynik_ros.estimation.kinematic_contact import foot_speeds, next_contact, so
 from dynik_ros.retarget.calibration import Calibration
 from dynik_ros.retarget.config import ContactSpec, FootSpec
 from dynik_ros.retarget.contact_floats import (
+    NO_RATE,
     blended_rate,
     cross_values,
     faded,
@@ -81,6 +82,7 @@ from dynik_ros.retarget.contact_floats import (
     lowest,
     nearest,
     past_margin,
+    rate_term_needed,
 )
 from dynik_ros.retarget.heel_noise import HeelToeNoise
 from dynik_ros.retarget.leg_reach import reach_shift
@@ -214,9 +216,11 @@ class FootContact:
         self.in_contact = [False] * n
         self.point = [0] * n  # index of the sole point in contact
         self.anchor = [np.zeros(3) for _ in range(n)]  # world position of that point (z on the ground)
-        self.last = [np.zeros(3) for _ in range(n)]  # last target of the foot frame
+        self._anchor_xyz = [[0.0, 0.0, 0.0] for _ in range(n)]  # the anchor's floats (_set_anchor)
+        self.last: list[tuple[float, ...]] = [(0.0, 0.0, 0.0)] * n  # last target of the foot frame, floats
         self.release_at = [0.0] * n
-        self.release_delta: list[np.ndarray | None] = [None] * n
+        # the held offset at release, last - target, as floats (None: none fading)
+        self.release_delta: list[tuple[float, float, float] | None] = [None] * n
         self.contact_at = [0.0] * n
         self.landing_yaw = [0.0] * n
         # per foot, (heading, R_z(heading)) of the last level rotation built (_level; None: none yet)
@@ -236,6 +240,7 @@ class FootContact:
         # (ik_node) keeps the last RECENT_REANCHORS, an offline replay every one (keep_every_reanchor)
         self.reanchors: deque[tuple[int, float, float, float]] = deque(maxlen=self.reanchor_log)
         self.reach = [np.zeros(3) for _ in range(n)]  # this contact's shift into the leg's reach (reach)
+        self._reach_xyz = [[0.0, 0.0, 0.0] for _ in range(n)]  # its floats, for held()
         self.reach_turn = [0.0] * n  # the leg's lean change of that shift (rad, about the heading)
         self.turn_at_release = [0.0] * n  # the lean change when the contact ended (fades with the hold)
         self.leg_turn: np.ndarray | None = None  # (N, n_feet) per sample (apply), the legs' lean change
@@ -260,12 +265,6 @@ class FootContact:
         level = np.array(((c, -sn, 0.0), (sn, c, 0.0), (0.0, 0.0, 1.0)))
         self._levels[f] = (yaw, level)
         return level
-
-    def _turn_leg(self, f: int, k: int, angle: float) -> None:
-        """Sample ``k``'s lean change of leg ``f`` (:attr:`leg_turn`, about the level sole's heading)."""
-        if self.leg_turn is not None and k < len(self.leg_turn):
-            self.leg_turn[k, f] = angle
-            self.leg_heading[k, f] = self.landing_yaw[f]
 
     def human_sole_heights(self, p: np.ndarray) -> np.ndarray:
         """Height of each human sole above the ground ``(N, n_feet)``: 0 when standing flat."""
@@ -411,8 +410,7 @@ class FootContact:
             # standing robot foot can follow either (module docstring)
             width = len(self.footprint[f])  # (x, y) per link
             here = human.links_xy[f][k * width : (k + 1) * width]  # (a new list)
-            heading = rotations[f][:, 0]
-            yaw = math.atan2(heading[1], heading[0])
+            yaw = math.atan2(rotations[f, 1, 0], rotations[f, 0, 0])  # (the x axis' heading)
             if t - self.contact_at[f] <= spec.blend_time:
                 self.footprint[f] = here
                 self.footprint_yaw[f] = yaw
@@ -425,8 +423,7 @@ class FootContact:
             self.heel_low[f], self.toe_low[f] = heel, toe
             width = len(self.footprint[f])
             self.footprint[f] = human.links_xy[f][k * width : (k + 1) * width]
-            heading = rotations[f][:, 0]
-            self.footprint_yaw[f] = math.atan2(heading[1], heading[0])
+            self.footprint_yaw[f] = math.atan2(rotations[f, 1, 0], rotations[f, 0, 0])
         return now
 
     def advance(
@@ -457,26 +454,31 @@ class FootContact:
         sole = self.soles[f]
         t = human.times[k]
         now = self._decide(f, k, human, rotations) if decided is None else decided
-        if self.in_contact[f]:
+        in_contact = self.in_contact[f]
+        if in_contact:
             if not now:
                 self.level_at_release[f] = self._level_weight(f, t)
-                self.in_contact[f] = False
+                self.in_contact[f] = in_contact = False
                 self.release_at[f] = t
-                self.release_delta[f] = self.last[f] - target
+                # last - target in floats (numpy's subtraction, element by element; last: floats)
+                l0, l1, l2 = self.last[f]
+                t0, t1, t2 = target.tolist()
+                self.release_delta[f] = (l0 - t0, l1 - t1, l2 - t2)
                 self.turn_at_release[f] = self._blend_share(f, t) * self.reach_turn[f]
                 self.level[f] = 0.0
         elif now:
-            self.in_contact[f] = True
+            self.in_contact[f] = in_contact = True
             self.contact_at[f] = t
-            heading = rotations[f][:, 0]
-            self.landing_yaw[f] = math.atan2(heading[1], heading[0])
+            self.landing_yaw[f] = math.atan2(rotations[f, 1, 0], rotations[f, 0, 0])
             delta = self.release_delta[f]
             if delta is not None:  # landing again while the last release still fades
-                target += delta * math.exp(-(t - self.release_at[f]) / rules.tau)
+                # target += delta * e, element by element in floats (the same operations)
+                e = math.exp(-(t - self.release_at[f]) / rules.tau)
+                t0, t1, t2 = target.tolist()
+                target[0], target[1], target[2] = t0 + delta[0] * e, t1 + delta[1] * e, t2 + delta[2] * e
             self.point[f] = -1  # anchored below, at the lowest point of this sample
             self.anchored[f] = False
             self.release_delta[f] = None
-        in_contact = self.in_contact[f]
         since = t - self.contact_at[f]  # s in this contact (in contact)
         robot = None  # the robot's sole, read once per contact as it turns flat (contact.anchor: robot)
         if (
@@ -506,10 +508,10 @@ class FootContact:
         else:
             alpha = self.level_at_release[f] * max(0.0, 1.0 - (t - self.release_at[f]) / blend)
         r_h, omega = rotations[f], omegas[f]  # (views: r_h is the new rotation once it is set below)
-        spin = None  # omega's floats once set here (a tuple: the values the array then holds)
         if alpha > 0.0:  # towards the level sole (module docstring)
-            level = self._level(f)  # R_z(psi_land), built once per heading (read only)
-            level_rate = (0.0, 0.0, 0.0)
+            cached = self._levels[f]  # R_z(psi_land), built once per heading (_level; read only)
+            level = cached[1] if cached is not None and cached[0] is self.landing_yaw[f] else self._level(f)
+            level_rate: Sequence[float] = NO_RATE
             if on_toes > 0.0:  # on the toes: level across, pitched about the toe line
                 across = level[:, 1]  # the toe line's direction (the foot's y at the landing heading)
                 level = pin.exp3(on_toes * across) @ level
@@ -521,11 +523,16 @@ class FootContact:
             rate_alpha = 0.0
             if alpha < 1.0:
                 rate_alpha = rising / blend if in_contact else -self.level_at_release[f] / blend
-            spin = blended_rate(omega.tolist(), dot(r_h, turn).tolist(), level_rate, alpha, rate_alpha)
+            # the blend's own rate along R turn (not computed where it changes nothing: rate_term_needed)
+            along = dot(r_h, turn).tolist() if rate_term_needed(rate_alpha, level_rate) else NO_RATE
+            spin = blended_rate(omega.tolist(), along, level_rate, alpha, rate_alpha)
             omega[0], omega[1], omega[2] = spin  # (element by element: half the cost of [:] = a tuple)
+        else:
+            spin = omega.tolist()  # omega's floats (the values the array holds)
         points = dot(sole, r_h.T)  # sole points in world orientation (m, 3)
         levers = points.tolist()  # (read in floats: contact_floats.lowest, held)
         j = lowest(levers)
+        leg_turn = self.leg_turn
         if in_contact and not spec.hold:  # contact without holding: only kept above the floor
             flags[f] = j
             flat[f] = since >= rules.flat_from and on_toes == 0.0
@@ -538,33 +545,28 @@ class FootContact:
                     self.reach[f], self.reach_turn[f] = reach_shift(
                         target, human.hips[k][f], self.landing_yaw[f], bounds
                     )
-                self.anchor[f] = target + points[j] + self.reach[f]
-                self.anchor[f][2] = self.robot_ground
+                self._reach_xyz[f] = self.reach[f].tolist()
+                self._set_anchor(f, target + points[j] + self.reach[f])
                 self.point[f] = j
             elif j != self.point[f] and levers[j][2] < levers[self.point[f]][2] - 1e-9:
                 # rolled onto another sole point: anchor it where it is (a flat sole ties: keep)
-                self.anchor[f] = self.last[f] + points[j] + (1.0 - share) * self.reach[f]
-                self.anchor[f][2] = self.robot_ground
+                self._set_anchor(f, np.array(self.last[f]) + points[j] + (1.0 - share) * self.reach[f])
                 self.point[f] = j
             j = self.point[f]
             if robot is not None:  # the held point where the robot's own sole point is, on the ground
                 moved = robot[0] + robot[1] @ sole[j]
-                moved[2] = self.robot_ground
                 shift = float(np.linalg.norm(moved[:2] - self.anchor[f][:2]))
                 self.reanchors.append((f, t, shift, turned))
-                self.anchor[f] = moved
+                self._set_anchor(f, moved)
             # the shift into reach moves in over blend_time (beta: the share)
-            (target[0], target[1], target[2]), (rate[0], rate[1], rate[2]) = held(
-                self.anchor[f].tolist(),
-                levers[j],
-                self.reach[f].tolist(),
-                omega.tolist() if spin is None else spin,
-                share,
-                blend,
+            position, (rate[0], rate[1], rate[2]) = held(
+                self._anchor_xyz[f], levers[j], self._reach_xyz[f], spin, share, blend
             )
-            if self.leg_turn is not None:
-                self._turn_leg(f, k, share * self.reach_turn[f])
-            self.last[f] = target.copy()
+            target[0], target[1], target[2] = position
+            if leg_turn is not None and k < len(leg_turn):  # (_turn_leg)
+                leg_turn[k, f] = share * self.reach_turn[f]
+                self.leg_heading[k, f] = self.landing_yaw[f]
+            self.last[f] = position  # (floats: the values target holds)
             flags[f] = j
             flat[f] = since >= rules.flat_from and on_toes == 0.0
             return
@@ -572,17 +574,27 @@ class FootContact:
         if delta is not None:
             tau = rules.tau
             fade = math.exp(-(t - self.release_at[f]) / tau)
-            if self.leg_turn is not None:
-                self._turn_leg(f, k, fade * self.turn_at_release[f])
-            (target[0], target[1], target[2]), (rate[0], rate[1], rate[2]) = faded(
-                target, rate, delta, fade, tau
-            )
+            if leg_turn is not None and k < len(leg_turn):  # (_turn_leg)
+                leg_turn[k, f] = fade * self.turn_at_release[f]
+                self.leg_heading[k, f] = self.landing_yaw[f]
+            position, (rate[0], rate[1], rate[2]) = faded(target.tolist(), rate.tolist(), delta, fade, tau)
+            t0, t1, t2 = position
+            target[0], target[1], target[2] = position
             if fade < 1e-4:
                 self.release_delta[f] = None
+        else:
+            t0, t1, t2 = target.tolist()
         floor = self.robot_ground - levers[j][2]  # no sole point below the ground
-        if target[2] < floor:
-            target[2] = floor
+        if t2 < floor:
+            target[2] = t2 = floor
             # the floor's own rate as the foot turns: the lowest point's height is -(w x lever)_z
-            floor_rate = -cross_values(omega.tolist() if spin is None else spin, levers[j])[2]
+            floor_rate = -cross_values(spin, levers[j])[2]
             rate[2] = max(rate[2], floor_rate, 0.0)
-        self.last[f] = target.copy()
+        self.last[f] = (t0, t1, t2)  # (floats: the values target holds)
+
+    def _set_anchor(self, f: int, point: np.ndarray) -> None:
+        """The held point of foot ``f``: ``point`` on the ground plane, kept as an array (:attr:`anchor`) and
+        as the floats :func:`.contact_floats.held` reads every held sample (one ``tolist`` per anchoring)."""
+        point[2] = self.robot_ground
+        self.anchor[f] = point
+        self._anchor_xyz[f] = point.tolist()
