@@ -90,8 +90,9 @@ class RobotAnchoredFeet:
         self.on_toe = np.zeros((n, n_feet), dtype=bool)
         # (N, n_feet) whether each foot is in contact, as compute's pass decided (its flags >= 0): the
         # decisions read the human alone (FootContact._decide), so the replay takes them instead of
-        # deciding again (None: decided again)
+        # deciding again (None: decided again); _decided: the same as lists of bools, read per sample
         self.decided: np.ndarray | None = None
+        self._frames: list[str] = []  # the robot's foot frames of the sample being replayed (_robot_sole)
         # the rows measurement() writes, as slices where they follow each other (a fancy index costs 3x)
         self._rows_at, self._ori_rows_at = _index(self._rows), _index(self.orientation_rows)
         self._feet_at = _index(self.orientation_feet)  # (every foot in order: all of them, no copy)
@@ -102,6 +103,24 @@ class RobotAnchoredFeet:
         )
         self._work: tuple[np.ndarray, ...] = ()
         self._new_run()
+
+    @property
+    def decided(self) -> np.ndarray | None:
+        """Whether each foot is in contact at each sample (``(N, n_feet)`` booleans; ``None``: decided again
+        by the replay), as compute's pass decided."""
+        return self._decided_array
+
+    @decided.setter
+    def decided(self, decided: np.ndarray | None) -> None:
+        self._decided_array = decided
+        self._decided = None if decided is None else np.asarray(decided).tolist()
+
+    def _robot_sole(self, f: int) -> tuple[np.ndarray, np.ndarray]:
+        """The robot's foot frame ``f`` (position, rotation) at the configuration the rule reads
+        (:func:`robot_sole_reader` of :meth:`_replayed`'s robot and frames, one bound method for the run
+        instead of a reader made per sample: the rule reads it once per contact)."""
+        robot, data = self._data
+        return robot.frame_pose(self._q_at_sample, self._frames[f], data)
 
     def start(self) -> None:
         """Back to the contact states before the take (a new run of the same targets)."""
@@ -149,13 +168,13 @@ class RobotAnchoredFeet:
         position, velocity, rotation, omega = work[0][k], work[1][k], work[2][k], work[3][k]
         if self._data is None or self._data[0] is not robot:
             self._data = robot, robot.model.createData()
-        robot_sole = robot_sole_reader(robot, frames, self._q_at_sample, self._data[1])
-        decided = self.decided[k].tolist() if self.decided is not None else [None] * len(self.rows)
+        self._frames = frames
+        decided = self._decided[k] if self._decided is not None else [None] * len(self.rows)
+        flags, flat, on_toe = self.flags[k], self.flat[k], self.on_toe[k]
+        advance, human, robot_sole = self.contact.advance, self.human, self._robot_sole
         for f in range(len(self.rows)):
-            self.contact.advance(
-                f, k, self.human, position[f], velocity[f], rotation, omega,
-                self.flags[k], self.flat[k], self.on_toe[k], robot_sole, decided[f],
-            )  # fmt: skip
+            advance(f, k, human, position[f], velocity[f], rotation, omega, flags, flat, on_toe, robot_sole,
+                    decided[f])  # fmt: skip
         rows, ori_rows = self._rows_at, self._ori_rows_at
         feet_rotations = rotation[self._feet_at]
         # (compared as floats: numpy's == and .all() on a few rows cost more than their lists; the same
