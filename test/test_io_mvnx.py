@@ -201,7 +201,8 @@ def test_upper_body_configuration_is_noticed(tmp_path, walk):
 def test_the_rotation_check_refuses_what_lapacks_determinant_refuses():
     """``require_rotations`` takes ``det`` as the columns' triple product: on takes of clean rotations with
     one matrix scaled inside or outside the tolerance, reflected, or a reflection scaled, it refuses the same
-    matrix with the same message as the check with LAPACK's ``np.linalg.det``."""
+    matrix with the same message as the check with LAPACK's ``np.linalg.det`` and ``@``'s ``R^T R`` (which
+    ``require_rotations`` computes only where its whole-array screen finds half the tolerance or more)."""
     from dynik_ros.core.so3 import exp_so3
     from dynik_ros.io.capture_checks import require_rotations
 
