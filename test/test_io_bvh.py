@@ -314,6 +314,34 @@ def test_the_segment_frames_are_einsums_products_bit_for_bit(frames):
     assert np.array_equal(np.signbit(got), np.signbit(expected))
 
 
+@pytest.mark.parametrize("frames", [1, 7, 301])
+def test_identity_references_skip_the_products_bit_for_bit(frames):
+    """With every reference and alignment an identity (signed zeros off the diagonal), ``segment_rotations``
+    skips the products: still einsum's values and signs bit for bit (``-0`` in ``W`` gives ``+0``); an
+    infinite entry (``0 * inf`` is NaN in the sums) or a ``-1`` on a diagonal takes the products."""
+    rng = np.random.default_rng(frames)
+    n_links = 23
+    world = Rotation.random(frames * n_links, random_state=frames).as_matrix().reshape(frames, n_links, 3, 3)
+    scales = rng.choice([1e-300, 1.0, 1e300], size=(frames, 3, 1, 1))
+    world[:, :3] = rng.normal(size=(frames, 3, 3, 3)) * scales
+    world[:, 3, :, 0] = -0.0
+    world[:, 4] = np.where(rng.random((frames, 3, 3)) < 0.5, -0.0, 0.0)
+    signed = np.where(np.eye(3, dtype=bool), 1.0, np.where(rng.random((2, n_links, 3, 3)) < 0.5, -0.0, 0.0))
+    reference, align = signed
+    cases = [(world, reference, align)]
+    flipped = align.copy()
+    flipped[2, 1, 1] = -1.0
+    infinite = world.copy()
+    infinite[0, 5, 1, 2] = np.inf
+    cases += [(world, reference, flipped), (infinite, reference, align)]
+    for w, r, a in cases:
+        expected = np.einsum("nlij,lkj,lkm->nlim", w, r, a)
+        got = segment_rotations(w, r, a)
+        assert got.shape == expected.shape and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, expected)
+        assert np.array_equal(np.signbit(got), np.signbit(expected))
+
+
 @pytest.mark.parametrize("deriv", [0, 1])
 def test_the_savitzky_golay_filter_in_chunks_is_the_whole_take_product_bit_for_bit(deriv):
     """``savgol`` filters ``SAVGOL_CHUNK`` windows at a time (a scaled copy of the whole take's windows cost
@@ -332,3 +360,21 @@ def test_the_savitzky_golay_filter_in_chunks_is_the_whole_take_product_bit_for_b
     expected = math.factorial(deriv) / delta**deriv * windows @ fit[deriv]
     got = savgol(values, length, 3, deriv=deriv, delta=delta).reshape(n, -1)
     np.testing.assert_array_equal(got[length // 2 : n - length // 2], expected)
+
+
+@pytest.mark.parametrize("frames", [2, 3, 50])
+def test_the_angular_differences_on_views_are_the_gathered_products_bit_for_bit(frames):
+    """``_angular_difference`` multiplies the middle rows on views of the take, not on the gathered copies
+    ``R[after] @ R[before]^T``: the same values bit for bit, for a C-ordered take and one that is not."""
+    from dynik_ros.io.human_motion import _angular_difference
+    from dynik_ros.io.rotation_vectors import rotation_vectors
+
+    rotations = Rotation.random(frames * 23, random_state=frames).as_matrix().reshape(frames, 23, 3, 3)
+    times = np.cumsum(np.r_[0.0, np.full(frames - 1, 1.0 / 120.0)])
+    after, before = np.r_[np.arange(1, frames), frames - 1], np.r_[0, np.arange(0, frames - 1)]
+    for take in (rotations, np.asfortranarray(rotations), rotations.transpose(0, 1, 3, 2)):
+        relative = take[after] @ np.swapaxes(take[before], -1, -2)
+        dt = (times[after] - times[before])[:, None, None]
+        expected = rotation_vectors(relative.reshape(-1, 3, 3)).reshape(frames, 23, 3) / dt
+        got = _angular_difference(times, np.zeros((frames, 23, 3)), take)
+        assert np.array_equal(got.view(np.uint64), expected.view(np.uint64))

@@ -61,7 +61,13 @@ def _angular_difference(times: np.ndarray, positions: np.ndarray, rotations: np.
     after = np.r_[np.arange(1, n), n - 1]
     before = np.r_[0, np.arange(0, n - 1)]
     dt = (times[after] - times[before])[:, None, None]
-    relative = rotations[after] @ np.swapaxes(rotations[before], -1, -2)
+    # R[after] @ R[before]^T with the middle rows on views of the take, not two gathered copies of it (the
+    # views of a C-ordered take, as the copies are, so numpy hands each product to BLAS the same way)
+    rotations = np.ascontiguousarray(rotations, dtype=float)
+    relative = np.empty(rotations.shape)
+    np.matmul(rotations[2:], np.swapaxes(rotations[:-2], -1, -2), out=relative[1:-1])
+    for k in (0, n - 1):
+        relative[k] = rotations[after[k]] @ np.swapaxes(rotations[before[k]], -1, -2)
     rotvec = rotation_vectors(relative.reshape(-1, 3, 3)).reshape(positions.shape)  # (scipy's, bit for bit)
     return rotvec / dt
 
