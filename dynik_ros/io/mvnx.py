@@ -37,6 +37,7 @@ from dynik_ros.models.segments import XSENS_SEGMENTS
 MVNX_NAMESPACE = "http://www.xsens.com/mvn/mvnx"
 CALIBRATION_TYPES = ("identity", "tpose", "tpose-isb")
 _VECTORS = {"orientation": 4, "position": 3, "velocity": 3, "angularVelocity": 3}
+_ABSENT = object()  # a frame's vector that is not there (an empty one's text is None)
 
 
 class MvnxError(ValueError):
@@ -81,9 +82,12 @@ def read_mvnx(path: str | Path, check: bool = True) -> HumanMotion:
     frames_element = None
     root_seen = False
     n_normal = 0
+    names: dict[str, str] = {}  # namespaced tag -> local name: a look-up per event, not a split (72k events)
     try:
         for event, elem in ET.iterparse(str(path), events=("start", "end")):
-            tag = _local(elem.tag)
+            tag = names.get(elem.tag)
+            if tag is None:
+                tag = names[elem.tag] = _local(elem.tag)
             if event == "start":
                 if not root_seen:
                     root_seen = True
@@ -105,7 +109,12 @@ def read_mvnx(path: str | Path, check: bool = True) -> HumanMotion:
                 count = len(labels)
                 if count == 0:
                     raise MvnxError(f"{path}: {where} comes before any <segment> definition")
-                children = {_local(c.tag): c.text for c in elem}
+                children = {}
+                for child in elem:
+                    name = names.get(child.tag)
+                    if name is None:
+                        name = names[child.tag] = _local(child.tag)
+                    children[name] = child.text
                 if kind in CALIBRATION_TYPES:
                     calibration_raw[kind] = {
                         name: _vector(path, where, name, children[name], n * count)
@@ -114,13 +123,19 @@ def read_mvnx(path: str | Path, check: bool = True) -> HumanMotion:
                     }
                 elif kind == "normal":
                     for name, n in _VECTORS.items():
-                        if name in ("orientation", "position") and name not in children:
-                            raise MvnxError(f"{path}: {where} has no <{name}>")
-                        frames[name].append(
-                            _vector(path, where, name, children[name], n * count)
-                            if name in children
-                            else None
-                        )
+                        text = children.get(name, _ABSENT)
+                        if text is _ABSENT:
+                            if name in ("orientation", "position"):
+                                raise MvnxError(f"{path}: {where} has no <{name}>")
+                            frames[name].append(None)
+                            continue
+                        try:  # _vector's parse, which names the fault if there is one
+                            values = np.array(text.split(), dtype=float)
+                        except (AttributeError, ValueError):  # (no text: None)
+                            values = None
+                        if values is None or values.size != n * count:
+                            values = _vector(path, where, name, text, n * count)
+                        frames[name].append(values)
                     frames["index"].append(elem.get("index"))
                     frames["time"].append(elem.get("time"))
                     frames["ms"].append(elem.get("ms"))
@@ -161,9 +176,8 @@ def read_mvnx(path: str | Path, check: bool = True) -> HumanMotion:
         rows = frames[name]
         if any(r is None for r in rows):
             return None
-        # file order is segment-id order; the arrays' vectors follow the sorted labels
-        arr = np.array(rows).reshape(n, count, width)[:, order][:, pick]
-        return arr
+        # file order is segment-id order; the arrays' vectors follow the sorted labels (one gather)
+        return np.concatenate(rows).reshape(n, count, width)[:, order[pick]]
 
     quats_wxyz = stack("orientation", 4)
     positions = stack("position", 3)
