@@ -57,29 +57,9 @@ def _angles(n: int, seed: int, finite: bool = False) -> np.ndarray:
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.parametrize("first", ["x", "y", "z"])
-@pytest.mark.parametrize("second", ["x", "y", "z"])
-def test_two_axis_rotations_multiply_as_at_does(first, second):
-    """``sparse_product`` of two stacks of axis rotations (the BVH reader's first two channels of a joint)
-    is ``@``'s bit for bit: one-term entries, sums of zeros, zero and non-finite terms; the same axis twice
-    (two-term entries) is ``@`` itself."""
-    from dynik_ros.io.bvh import _axis_rotations
-    from dynik_ros.io.exact_products import axis_pattern, sparse_product
-
-    finite = identity_times(_axis_rotations(first, _angles(3000, 1, finite=True)))
-    cases = [
-        (finite, _axis_rotations(second, _angles(3000, 2, finite=True))),
-        (finite, _axis_rotations(second, _angles(3000, 3))),  # NaN where cos and sin are
-        (_axis_rotations(first, _angles(3000, 4)), _axis_rotations(second, _angles(3000, 5, finite=True))),
-    ]
-    for a, b in cases:
-        assert _same_bits(sparse_product(a, b, axis_pattern(first), axis_pattern(second)), a @ b)
-
-
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_forward_kinematics_is_the_plain_chain_of_products():
-    """``forward_kinematics`` (its first two rotations of a joint without BLAS) gives the plain chain
-    ``I @ R1 @ R2 @ R3`` and ``R_parent @ local`` bit for bit, on channel values of every kind."""
+    """``forward_kinematics`` (a joint's first rotation without BLAS: ``identity_times``) gives the plain
+    chain ``I @ R1 @ R2 @ R3`` and ``R_parent @ local`` bit for bit, on channel values of every kind."""
     from dynik_ros.io.bvh import BvhData, BvhJoint, _axis_rotations, forward_kinematics
 
     orders = ["zxy", "xyz", "yzx", "zyx", "zz"]

@@ -43,13 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from dynik_ros.io.exact_products import (
-    axis_pattern,
-    identity_times,
-    sparse_product,
-    turned_matrices,
-    turned_vectors,
-)
+from dynik_ros.io.exact_products import identity_times, turned_matrices, turned_vectors
 from dynik_ros.io.human_motion import HumanMotion, Pose, savgol, smoothed_twists  # noqa: F401 - re-exported
 from dynik_ros.io.skeleton_map import (
     XSENS_PARENT,
@@ -279,18 +273,13 @@ def forward_kinematics(data: BvhData, values: np.ndarray | None = None) -> tuple
     rot = np.zeros((n, nj, 3, 3))
     for j, joint in enumerate(data.joints):
         translation = np.broadcast_to(joint.offset, (n, 3)).copy()
-        # the identity times the first two rotations (if any) as exact gathers and products, then by @
-        local, axes = None, ""
+        local = None  # the identity: its product with the first rotation is that rotation (identity_times)
         for c, ch in enumerate(joint.channels):
             column = values[:, joint.first_channel + c]
             if ch.endswith("position"):
                 translation[:, "xyz".index(ch[0])] = column
             elif local is None:
-                local, axes = identity_times(_axis_rotations(ch[0], column)), ch[0]
-            elif len(axes) == 1:
-                second = _axis_rotations(ch[0], column)
-                local = sparse_product(local, second, axis_pattern(axes), axis_pattern(ch[0]))
-                axes += ch[0]
+                local = identity_times(_axis_rotations(ch[0], column))
             else:
                 local = local @ _axis_rotations(ch[0], column)
         if local is None:

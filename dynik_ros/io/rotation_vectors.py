@@ -26,9 +26,10 @@ def rotation_vectors(matrices: np.ndarray) -> np.ndarray:
     """``Rotation.from_matrix(matrices).as_rotvec()`` of ``(N, 3, 3)`` matrices: ``(N, 3)`` (module
     docstring); those not plainly rotations go to scipy."""
     m = np.asarray(matrices, dtype=float).reshape(-1, 3, 3)
-    plain = _plain(m)
+    entries = _entries(m)
+    plain = _plain(m, entries)
     if plain.all():
-        return _as_rotvec(_quaternions(m))
+        return _as_rotvec(_quaternions(m, entries))
     out = np.empty((len(m), 3))
     out[plain] = _as_rotvec(_quaternions(m[plain]))
     if not plain.all():
@@ -61,9 +62,16 @@ def rotation_matrices(vectors: np.ndarray) -> np.ndarray:
     return out
 
 
-def _plain(m: np.ndarray) -> np.ndarray:
+def _entries(m: np.ndarray) -> list[list[np.ndarray]]:
+    """``e[i][j] = R_ij`` of every matrix, ``(N,)`` each, contiguous (one copy: the whole-array operations
+    below run on contiguous rows, not on every ninth float of the stack)."""
+    flat = np.ascontiguousarray(m.reshape(-1, 9).T)
+    return [[flat[3 * i + j] for j in range(3)] for i in range(3)]
+
+
+def _plain(m: np.ndarray, entries: list[list[np.ndarray]] | None = None) -> np.ndarray:
     """Which matrices are orthonormal within :data:`PLAIN` (``R R^T`` entry by entry) with ``det R > 1/2``."""
-    e = [[m[:, i, j] for j in range(3)] for i in range(3)]
+    e = entries or _entries(m)
     worst = np.zeros(len(m))
     for i in range(3):
         for j in range(i, 3):
@@ -74,28 +82,41 @@ def _plain(m: np.ndarray) -> np.ndarray:
     return (worst <= PLAIN) & (det > 0.5)
 
 
-def _quaternions(m: np.ndarray) -> np.ndarray:
+def _quaternions(m: np.ndarray, entries: list[list[np.ndarray]] | None = None) -> np.ndarray:
     """Unit quaternions ``(N, 4)`` (x, y, z, w) of orthonormal matrices, scipy's choice and order (module
-    docstring): the four candidates of every matrix computed whole-array, the chosen one kept."""
-    e = [[m[:, i, j] for j in range(3)] for i in range(3)]  # e[i][j] = R_ij, (N,) each
+    docstring): the candidate most matrices choose computed whole-array, the others on their own rows."""
+    e = entries or _entries(m)
     trace = e[0][0] + e[1][1] + e[2][2]
     choice = np.stack((e[0][0], e[1][1], e[2][2], trace)).argmax(axis=0)
     q = np.empty((4, len(m)))
-    # q_i largest: q_i = 1 - tr R + 2 R_ii, q_j = R_ji + R_ij, q_k = R_ki + R_ik, w = R_kj - R_jk
-    for i in range(3):
-        j, k = (i + 1) % 3, (i + 2) % 3
-        rows = choice == i
-        q[i] = np.where(rows, 1 - trace + 2 * e[i][i], q[i])
-        q[j] = np.where(rows, e[j][i] + e[i][j], q[j])
-        q[k] = np.where(rows, e[k][i] + e[i][k], q[k])
-        q[3] = np.where(rows, e[k][j] - e[j][k], q[3])
-    rows = choice == 3  # w largest (from the trace)
-    q[0] = np.where(rows, e[2][1] - e[1][2], q[0])
-    q[1] = np.where(rows, e[0][2] - e[2][0], q[1])
-    q[2] = np.where(rows, e[1][0] - e[0][1], q[2])
-    q[3] = np.where(rows, 1 + trace, q[3])
+    counts = np.bincount(choice, minlength=4)
+    most = int(counts.argmax())
+    q[:] = _candidate(most, e, trace)
+    for c in range(4):
+        if c != most and counts[c]:
+            rows = np.flatnonzero(choice == c)
+            q[:, rows] = _candidate(c, [[x[rows] for x in row] for row in e], trace[rows])
     norm = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
     return (q / norm).T
+
+
+def _candidate(c: int, e: list[list[np.ndarray]], trace: np.ndarray) -> np.ndarray:
+    """The quaternions ``(4, N)`` (not normalised) of the matrices' entries ``e`` by candidate ``c``: ``q_i``
+    largest (``c = i``: ``q_i = 1 - tr R + 2 R_ii``, ``q_j = R_ji + R_ij``, ``q_k = R_ki + R_ik``,
+    ``w = R_kj - R_jk``) or ``w`` largest (``c = 3``, from the trace)."""
+    q = np.empty((4, len(trace)))
+    if c == 3:
+        q[0] = e[2][1] - e[1][2]
+        q[1] = e[0][2] - e[2][0]
+        q[2] = e[1][0] - e[0][1]
+        q[3] = 1 + trace
+        return q
+    i, j, k = c, (c + 1) % 3, (c + 2) % 3
+    q[i] = 1 - trace + 2 * e[i][i]
+    q[j] = e[j][i] + e[i][j]
+    q[k] = e[k][i] + e[i][k]
+    q[3] = e[k][j] - e[j][k]
+    return q
 
 
 def _as_rotvec(q: np.ndarray) -> np.ndarray:
