@@ -4,6 +4,7 @@ the angular-velocity frame convention, hostile files."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -241,3 +242,55 @@ def test_the_rotation_check_refuses_what_lapacks_determinant_refuses():
         assert got == expected, (trial, got, expected)
         verdicts["ok" if expected == "ok" else "refused"] += 1
     assert min(verdicts.values()) > 100, verdicts
+
+
+def test_a_frames_numbers_parsed_at_once_are_its_vectors_bit_for_bit(tmp_path, walk):
+    """``read_mvnx`` parses a normal frame's four vectors with one ``np.array`` (``_frame_vectors``): the
+    arrays are the vectors parsed one by one, bit for bit (segments shuffled in the file, optional vectors
+    absent); a frame with a fault still gets the one-by-one message of its first faulty vector."""
+    import xml.etree.ElementTree as ET
+
+    from dynik_ros.io.mvnx import _VECTORS, _frame_vectors
+
+    path = _write(tmp_path, walk)
+    text = path.read_text()
+    # segment ids shuffled: the reader sorts the labels and their vectors by id, then gathers by label
+    ids = np.random.default_rng(3).permutation(23) + 1
+    for i, s in enumerate(XSENS_SEGMENTS):
+        text = text.replace(f'<segment label="{s}" id="{i + 1}"/>', f'<segment label="{s}" id="{ids[i]}"/>')
+    path.write_text(text)
+    motion = read_mvnx(path, check=False)
+    frames = [f for f in ET.parse(path).getroot().iter() if f.tag.endswith("}frame")]
+    plain = {
+        name: np.array([np.array(f.find(f"{{*}}{name}").text.split(), dtype=float) for f in frames])
+        for name in _VECTORS
+    }
+    for name, got in (("position", motion.positions), ("velocity", motion.linear_velocities)):
+        expected = plain[name].reshape(len(frames), 23, 3)
+        assert np.array_equal(got.view(np.uint64), expected.view(np.uint64)), name
+    count = 23
+    children = {name: frames[5].find(f"{{*}}{name}").text for name in _VECTORS}
+    got = _frame_vectors(children, count)
+    for name, values in zip(_VECTORS, got, strict=True):
+        assert np.array_equal(values.view(np.uint64), plain[name][5].view(np.uint64)), name
+    del children["velocity"]
+    assert _frame_vectors(children, count)[2] is None
+    # faults: the first in the order orientation, position, velocity, angular velocity, numbers before sizes
+    start = text.index("<orientation>", text.index('index="2"')) + len("<orientation>")
+    bad_orientation = text[:start] + "x" + text[start + 1 :]
+    position = text[text.index("<position>", start) : text.index("</position>", start) + 11]
+    velocity = text[text.index("<velocity>", start) : text.index("</velocity>", start) + 11]
+    cases = [
+        ("frame 2: <orientation> has a value that is not a number", bad_orientation),
+        ("frame 2: <orientation> has a value that is not a number", bad_orientation.replace(position, "", 1)),
+        ("frame 2 has no <position>", text.replace(position, "", 1)),
+        ("frame 2: <velocity> has 0 values, expected 69", text.replace(velocity, "<velocity/>", 1)),
+        (
+            "frame 2: <position> has 70 values, expected 69",
+            text.replace(position, position[:10] + "1 " + position[10:], 1),
+        ),
+    ]
+    for message, variant in cases:
+        path.write_text(variant)
+        with pytest.raises(MvnxError, match=re.escape(message)):
+            read_mvnx(path)
