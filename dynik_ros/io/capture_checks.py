@@ -90,7 +90,8 @@ def require_rotations(name: str, rotations: np.ndarray, links: list[str], tolera
     ``det`` by the columns' triple product (``core.so3.determinant``; LAPACK's batched ``det`` cost 0.14 s on
     a 60 s take) for a tolerance under 0.1: where ``|R^T R - I| <= tolerance`` the eigenvalues of ``R^T R``
     are within ``3 tolerance`` of 1, so ``det^2 >= (1 - 3 tolerance)^3 > 0.3`` and both give the same sign
-    (rounding moves them by ~1e-15); elsewhere the matrix is refused whatever its det."""
+    (rounding moves them by ~1e-15); elsewhere the matrix is refused whatever its det. ``R^T R`` by ``@`` (a
+    BLAS call per matrix) only for the matrices :func:`_gram_error_screen` does not clear."""
     r = np.asarray(rotations, dtype=float)
     require_finite(name, "orientation", r, links)
     negative = (determinant(r) if tolerance < 0.1 else np.linalg.det(r)) <= 0
