@@ -30,6 +30,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from dynik_ros.cli.batch_memory import keep_freed_memory
 from dynik_ros.cli.retarget_args import PLANTED, build_parser  # noqa: F401 - build_parser re-exported
 from dynik_ros.cli.retarget_outputs import (  # noqa: F401 - re-exported (benchmarks, tests)
     BASE_ODOM_TOPIC,
@@ -282,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print("\n".join(available_robots()))
         return 0
+    keep_freed_memory()  # whole-take arrays made and dropped again and again: no page faults for each
     if args.video is not None:
         from dynik_ros.retarget.render import check_video_path
 

@@ -1,0 +1,39 @@
+"""glibc's allocator set for a batch run that makes and drops whole-take arrays over and over.
+
+An offline run makes arrays of a whole take again and again (7200 frames x 23 segments of 3 x 3 rotations:
+12 MB, and their temporaries). glibc serves each from fresh ``mmap`` pages, or from the heap's top, which it
+gives back to the kernel when it is freed (``M_TRIM_THRESHOLD``); the next array of that size then faults
+its pages in again, each zeroed by the kernel. On the 60 s take on G1 that was 59 000 page faults and ~4 %
+of the process's CPU time in the kernel (``perf record -e cpu-clock``), 1.5 % in ``clear_page`` alone.
+
+:func:`keep_freed_memory` keeps freed memory in the process: arrays up to :data:`MMAP_THRESHOLD` come from
+the heap, and the heap is never trimmed. The same run then takes 35 000 faults and ~2 % kernel time,
+for ~12 MB more peak memory (the heap's largest free gap stays mapped). Both settings must be set together:
+setting either one turns off glibc's own sliding mmap threshold (``mallopt(3)``), and the trim threshold
+alone made 234 000 faults. Only for a process that ends after its run (``dynik-retarget``), not for a node.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import sys
+
+M_TRIM_THRESHOLD = -1  # malloc.h's parameter numbers for mallopt
+M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD = 32 * 1024 * 1024  # the ceiling of glibc's own sliding threshold (64-bit)
+NEVER_TRIM = 2**31 - 1  # mallopt takes an int: the largest one
+
+
+def keep_freed_memory() -> bool:
+    """Ask glibc (Linux) to keep freed memory for the rest of the process (module docstring); ``True``
+    when glibc accepted both settings, ``False`` elsewhere (another libc, another OS: nothing changes)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    name = ctypes.util.find_library("c")
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError, TypeError):  # no libc found, or a libc without mallopt (musl)
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, NEVER_TRIM))
