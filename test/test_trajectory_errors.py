@@ -12,7 +12,14 @@ import pytest
 from dynik_ros.core.metrics import TrackingEvaluator
 from dynik_ros.core.targets import Measurements
 from dynik_ros.retarget import Retargeter
-from dynik_ros.retarget.trajectory_errors import joint_kinematics, trajectory_errors
+from dynik_ros.retarget.trajectory_errors import (
+    _frame_positions,
+    _frame_rotations,
+    _joint_chains,
+    _times_fixed,
+    joint_kinematics,
+    trajectory_errors,
+)
 
 
 def _random_states(robot, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -105,3 +112,61 @@ def test_trajectory_csv_rows_are_the_csv_modules(tmp_path):
             sec, nanosec = divmod(stamp, 1_000_000_000)
             writer.writerow([f"{sec}.{nanosec:09d}"] + [f"{x:.9g}" for x in np.concatenate((q[k], v[k, 6:]))])
     assert path.read_bytes() == expected.read_bytes()
+
+
+def test_times_fixed_is_numpys_stacked_product():
+    """One flat BLAS product for a stack times a fixed matrix or vector (_times_fixed) gives numpy's
+    stacked ``@`` bit for bit, contiguous, strided (4x4 placements' 3x3 part) or broadcast stacks."""
+    rng = np.random.default_rng(12)
+    for n in (1, 5, 7200):
+        stack = rng.normal(size=(n, 3, 3)) * 10.0 ** rng.integers(-4, 4, size=(n, 1, 1))
+        strided = np.zeros((n, 4, 4))
+        strided[:, :3, :3] = stack
+        for s in (stack, strided[:, :3, :3], np.broadcast_to(np.eye(3), (n, 3, 3))):
+            for fixed in (rng.normal(size=(3, 3)), rng.normal(size=3)):
+                np.testing.assert_array_equal(_times_fixed(s, fixed), s @ fixed)
+
+
+@pytest.mark.parametrize("name", ["g1", "icub", "talos"])
+def test_frame_poses_are_those_of_the_placements(name):
+    """The frames' rotations and positions on the joint chains (one product per frame, no 4x4 placements)
+    are the plain ``oMf = oMi iMf`` on joint_kinematics' placements, bit for bit (iCub's hand frames have a
+    translation that rounds differently if einsum sees it contiguous)."""
+    robot = Retargeter.from_config(name).robot
+    model = robot.model
+    q, v = _random_states(robot, 50, seed=13)
+    ids = [i for i in range(1, len(model.frames)) if model.frames[i].parentJoint > 0]
+    joints = sorted({model.frames[i].parentJoint for i in ids})
+    placements, _ = joint_kinematics(model, q, v, joints)
+    rot, pos, _ = _joint_chains(model, q, v, joints)
+    joint = placements[:, [joints.index(model.frames[i].parentJoint) for i in ids]]
+    local = np.array([model.frames[i].placement.homogeneous for i in ids])
+    expected_rot = joint[:, :, :3, :3] @ local[:, :3, :3]
+    expected_pos = joint[:, :, :3, 3] + np.einsum("nfij,fj->nfi", joint[:, :, :3, :3], local[:, :3, 3])
+    np.testing.assert_array_equal(_frame_rotations(model, rot, ids), expected_rot)
+    np.testing.assert_array_equal(_frame_positions(model, rot, pos, ids), expected_pos)
+
+
+@pytest.mark.parametrize("name", ["g1", "icub"])
+def test_summary_reads_the_errors_achieved_positions(name):
+    """dynik-retarget's summary takes the position targets' frames from the errors' pass
+    (result.achieved_positions) instead of placing them again: the same frame_positions of the written q at
+    the samples, bit for bit, so the same summary as with them placed again."""
+    from dataclasses import replace
+
+    from dynik_ros.cli.retarget import synthetic_motion
+    from dynik_ros.cli.retarget_summary import summarize
+    from dynik_ros.retarget.trajectory_errors import frame_positions
+
+    rt = Retargeter.from_config(name)
+    motion = synthetic_motion("walking", 1.0, 60.0)
+    result = rt.retarget_motion(motion, settle=0.1)
+    frames = [t.frame for t in rt.targets.position_targets]
+    np.testing.assert_array_equal(result.achieved_positions, frame_positions(rt.robot, result.q, frames))
+    placed_again = replace(result, achieved_positions=np.zeros((0, len(frames), 3)))
+    fast, plain = summarize(rt, result, motion, 0.1, 1.0), summarize(rt, placed_again, motion, 0.1, 1.0)
+    assert fast.text == plain.text
+    assert repr(fast.stats) == repr(plain.stats)
+    moved = result.achieved_positions.copy()  # and it reads them: a frame 1 mm off moves the figures
+    moved[len(moved) // 2] += 1e-3
+    assert summarize(rt, replace(result, achieved_positions=moved), motion, 0.1, 1.0).stats != fast.stats

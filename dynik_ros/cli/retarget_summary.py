@@ -73,7 +73,10 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
     # the position targets against the written configurations (forward kinematics): the verdict's figures
     pos_frames = [t.frame for t in retargeter.targets.position_targets]
     targets = np.asarray(result.position_targets, dtype=float).reshape(len(result.q), len(pos_frames), 3)
-    distance = np.linalg.norm(targets - frame_positions(robot, result.q, pos_frames), axis=2)
+    achieved = getattr(result, "achieved_positions", None)  # placed by the errors' pass over the take
+    if achieved is None or np.shape(achieved) != targets.shape:
+        achieved = frame_positions(robot, result.q, pos_frames)
+    distance = np.linalg.norm(targets - achieved, axis=2)
     root = retargeter.config.root.frame
     base_errors = distance[:, pos_frames.index(root)] if robot.floating_base and root in pos_frames else None
     stats = {

@@ -40,6 +40,8 @@ class RetargetResult:
     orientation_error: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (N, n_o) rad
     foot_positions: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))  # (N, n_feet, 3) achieved
     contact_points: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))  # achieved, NaN if none
+    # (N, n_p, 3) the position targets' frames as achieved (forward kinematics of q), for the summary
+    achieved_positions: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))
     # contact.anchor robot: (foot, time s, shift m, turn rad) per contact moved onto the robot's sole (a
     # tuple: the ndarray fields are per sample)
     anchor_shifts: tuple[tuple[int, float, float, float], ...] = ()
@@ -184,6 +186,11 @@ class OfflineRun:
             orientation_error=errors.orientation_error,
             foot_positions=errors.foot_positions,
             contact_points=errors.contact_points,
+            achieved_positions=(
+                errors.achieved_positions
+                if errors.achieved_positions is not None
+                else np.zeros((0, self.targets.n_position, 3))
+            ),
             anchor_shifts=tuple(replay.contact.reanchors) if replay is not None else (),
         )
 
