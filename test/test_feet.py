@@ -520,3 +520,33 @@ def test_feet_poses_are_those_of_every_frame_placed(name):
             pose = data.oMf[robot.frame_id(frame)]
             np.testing.assert_array_equal(positions[k, f], pose.translation)
             np.testing.assert_array_equal(rotations[k, f], pose.rotation)
+
+
+def test_figures_on_given_poses_are_those_placing_the_feet(g1):
+    """The summary places the feet once (frame_poses) for both its figures (with the toe class and with its
+    samples counted flat): foot_figures on those poses is foot_figures placing them itself, and it reads
+    them (feet given 10 mm higher stand 10 mm higher)."""
+    from dynik_ros.retarget.foot_figures import frame_poses
+
+    robot, feet = g1.robot, g1.config.feet
+    half = g1.config.balance.sole_half_width
+    rng = np.random.default_rng(21)
+    times = np.arange(0.0, 1.0, 0.01)
+    q = np.repeat(g1.initial_configuration()[None], len(times), axis=0)
+    q[:, 7:] += rng.uniform(-0.05, 0.05, size=(len(times), robot.nq - 7))
+    contacts = np.full((len(times), len(feet)), -1)
+    contacts[20:70] = 0
+    toe = np.zeros(contacts.shape, bool)
+    toe[50:60] = True
+    poses = frame_poses(robot, q, [f.frame for f in feet])
+    for flags in (None, toe):
+        placing = foot_figures(robot, q, times, contacts, feet, 0.1, toe=flags, half_width=half)
+        given = foot_figures(robot, q, times, contacts, feet, 0.1, toe=flags, half_width=half, poses=poses)
+        assert [repr(f) for f in given] == [repr(f) for f in placing]
+    raised = (poses[0] + np.array([0.0, 0.0, 0.01]), poses[1])
+    lifted = foot_figures(robot, q, times, contacts, feet, 0.1, half_width=half, poses=raised)
+    q[:, 2] += 0.01  # the robot itself 10 mm higher
+    placed = foot_figures(robot, q, times, contacts, feet, 0.1, half_width=half)
+    for a, b in zip(lifted, placed, strict=True):
+        assert a.above_flat_max_mm == pytest.approx(b.above_flat_max_mm, abs=1e-6)
+        assert a.above_flat_max_mm > 9.0

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from dynik_ros.io.human_motion import HumanMotion
-from dynik_ros.retarget.foot_figures import foot_figures, toe_flags
+from dynik_ros.retarget.foot_figures import foot_figures, frame_poses, toe_flags
 from dynik_ros.retarget.runaway import runaway
 from dynik_ros.retarget.smoothness import smoothness
 from dynik_ros.retarget.trajectory_errors import frame_positions
@@ -57,12 +57,14 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
     worst_link = frames[int(ori_deg.max(axis=0).argmax())] if ori_deg.size else "-"
     blend, half = retargeter.config.contact.blend_time, retargeter.config.balance.sole_half_width
     toe = toe_flags(retargeter, result)  # the toe class of the compute() these results ran
+    feet_of_map, contacts = retargeter.config.feet, result.contacts
+    poses = frame_poses(robot, result.q, [f.frame for f in feet_of_map])  # placed once for both figures
     feet = foot_figures(
-        robot, result.q, times, result.contacts, retargeter.config.feet, blend, toe=toe, half_width=half
+        robot, result.q, times, contacts, feet_of_map, blend, toe=toe, half_width=half, poses=poses
     )
     on_toes = toe is not None and bool(toe.any())
     as_flat = (  # the same trajectory with every contact sample after the blend counted flat (no toe class)
-        foot_figures(robot, result.q, times, result.contacts, retargeter.config.feet, blend, half_width=half)
+        foot_figures(robot, result.q, times, contacts, feet_of_map, blend, half_width=half, poses=poses)
         if on_toes
         else []
     )
