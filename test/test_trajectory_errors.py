@@ -170,3 +170,9 @@ def test_summary_reads_the_errors_achieved_positions(name):
     moved = result.achieved_positions.copy()  # and it reads them: a frame 1 mm off moves the figures
     moved[len(moved) // 2] += 1e-3
     assert summarize(rt, replace(result, achieved_positions=moved), motion, 0.1, 1.0).stats != fast.stats
+    q = result.q.copy()  # a result given another q (test_runaway_verdict) has its own frames placed
+    q[:, 0] += 0.5
+    other_q = summarize(rt, replace(result, q=q), motion, 0.1, 1.0)
+    plain = summarize(rt, replace(placed_again, q=q), motion, 0.1, 1.0)
+    assert other_q.text == plain.text and repr(other_q.stats) == repr(plain.stats)
+    assert other_q.stats["base_error_max"] > 0.4

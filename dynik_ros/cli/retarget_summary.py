@@ -76,7 +76,8 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
     pos_frames = [t.frame for t in retargeter.targets.position_targets]
     targets = np.asarray(result.position_targets, dtype=float).reshape(len(result.q), len(pos_frames), 3)
     achieved = getattr(result, "achieved_positions", None)  # placed by the errors' pass over the take
-    if achieved is None or np.shape(achieved) != targets.shape:
+    placed_at = getattr(result, "achieved_q", None)  # at this q: a result given another q is placed again
+    if achieved is None or np.shape(achieved) != targets.shape or not np.array_equal(placed_at, result.q):
         achieved = frame_positions(robot, result.q, pos_frames)
     distance = np.linalg.norm(targets - achieved, axis=2)
     root = retargeter.config.root.frame

@@ -40,8 +40,10 @@ class RetargetResult:
     orientation_error: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (N, n_o) rad
     foot_positions: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))  # (N, n_feet, 3) achieved
     contact_points: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))  # achieved, NaN if none
-    # (N, n_p, 3) the position targets' frames as achieved (forward kinematics of q), for the summary
+    # (N, n_p, 3) the position targets' frames as achieved, for the summary, and a copy of the q they were
+    # placed at: the summary takes them only while q is still that (a result given another q places its own)
     achieved_positions: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 3)))
+    achieved_q: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     # contact.anchor robot: (foot, time s, shift m, turn rad) per contact moved onto the robot's sole (a
     # tuple: the ndarray fields are per sample)
     anchor_shifts: tuple[tuple[int, float, float, float], ...] = ()
@@ -191,6 +193,7 @@ class OfflineRun:
                 if errors.achieved_positions is not None
                 else np.zeros((0, self.targets.n_position, 3))
             ),
+            achieved_q=q_out.copy() if errors.achieved_positions is not None else np.zeros((0, 0)),
             anchor_shifts=tuple(replay.contact.reanchors) if replay is not None else (),
         )
 
