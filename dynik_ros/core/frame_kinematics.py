@@ -76,6 +76,9 @@ class FrameKinematics:
         self._jacobian_flat = self.jacobian.reshape(-1)  # a view
         # stacked_jacobian's skews of p (fixed base) or of p and p - p_B: one gather from (d, -d, 0) flat
         self._skew_indices = _minus_skew_indices((2 if nb else 1) * self._n_pos)
+        # ... written in place into one array each step (its last entry stays zero; the views: _skew_views)
+        self._skew_source = np.zeros(6 * (2 if nb else 1) * self._n_pos + 1)
+        self._skew_parts = _skew_views(self._skew_source, self._n_pos, nb)
         if nb:
             self.jacobian[: 3 * self._n_pos, :3] = np.tile(np.eye(3), (self._n_pos, 1))
             self.jacobian[3 * self._n_pos :, 3:6] = np.tile(np.eye(3), (len(self.orientation_ids), 1))
@@ -83,7 +86,10 @@ class FrameKinematics:
     def __getstate__(self) -> dict:
         """A copy (``copy.deepcopy``, pickling) gets data of its own and its own views (:meth:`__setstate__`):
         a copied view would be a snapshot, never written again."""
-        return {**self.__dict__, "_table": None, "_table_flat": None, "data": None, "_jacobian_flat": None}
+        return {
+            **self.__dict__,
+            **dict.fromkeys(("_table", "_table_flat", "data", "_jacobian_flat", "_skew_parts")),
+        }
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -91,6 +97,7 @@ class FrameKinematics:
         self._table = placement_table(self.model, self.data)
         self._table_flat = flat_view(self._table)
         self._jacobian_flat = self.jacobian.reshape(-1)  # a view
+        self._skew_parts = _skew_views(self._skew_source, self._n_pos, self._nb)
 
     @classmethod
     def for_targets(cls, robot: RobotModel, targets: TargetSet) -> FrameKinematics:
@@ -153,9 +160,14 @@ class FrameKinematics:
         out = self.jacobian
         if npos:
             p = self._positions_all[:npos]
-            # the skews of p and of p - p_B gathered in one go (the same entries, fewer calls)
-            d = np.concatenate((p, p - base_position), axis=None) if nb else p.reshape(-1)
-            skews = np.concatenate((d, -d, _ZERO))[self._skew_indices]
+            # the skews of p and of p - p_B gathered in one go from (d, -d, 0), d = (p, p - p_B) written in
+            # place: the same entries, ~1.7 us less a step than concatenating them
+            positions, relative, d, minus_d = self._skew_parts
+            positions[:] = p
+            if nb:
+                np.subtract(p, base_position, out=relative)
+            np.negative(d, out=minus_d)
+            skews = self._skew_source[self._skew_indices]
             # velocity of point p: v_O + omega x p = v_O - S(p) omega, for every joint column and every frame
             # at once: the frames' -S(p) stacked (3 npos x 3) times the angular rows, one product
             velocity = (skews[: 3 * npos] @ ang).reshape(npos, 3, -1)
@@ -173,8 +185,13 @@ class FrameKinematics:
         return out
 
 
-_ZERO = np.zeros(1)
-_ZERO.flags.writeable = False
+def _skew_views(source: np.ndarray, n_pos: int, nb: int) -> tuple[np.ndarray, ...]:
+    """Views of :meth:`FrameKinematics.stacked_jacobian`'s ``(d, -d, 0)``, ``d = (p, p - p_B)`` (``p`` alone
+    with a fixed base): ``p`` and ``p - p_B`` as ``(n_pos, 3)``, ``d`` and ``-d`` flat."""
+    size = 3 * (2 if nb else 1) * n_pos
+    positions = source[: 3 * n_pos].reshape(n_pos, 3)
+    relative = source[3 * n_pos : 6 * n_pos].reshape(n_pos, 3) if nb else None
+    return positions, relative, source[:size], source[size : 2 * size]
 
 
 def _minus_skew_indices(n: int) -> np.ndarray:
