@@ -309,11 +309,16 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         each converting the base rotation to a quaternion, became one): the base pose and the joints are
         always replaced by new arrays, never written in place, so the arrays themselves say whether the
         pose changed."""
+        return self._configuration().copy()
+
+    def _configuration(self) -> np.ndarray:
+        """:attr:`q` itself, the cached array, not a copy: for the step's own reads (pinocchio's kinematics
+        only read it), a copy less a step."""
         state = (self.base_position, self.base_rotation, self.joint_positions)
         cached = self._joined
         if cached is None or not all(map(operator.is_, cached[0], state)):
             cached = self._joined = (state, self.robot.join(*state))
-        return cached[1].copy()
+        return cached[1]
 
     @property
     def joint_velocities(self) -> np.ndarray:
@@ -456,7 +461,8 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         self._plan_integration(dt)
         predicted = self.config.jacobian_at == "predicted"
         kinematics = self.kinematics
-        positions, rotations = kinematics.poses(self.q) if predicted else kinematics.update(self.q)
+        q = self._configuration()
+        positions, rotations = kinematics.poses(q) if predicted else kinematics.update(q)
         extra_terms = self.extra
         if extra_terms is not None:
             extra_terms.observe(kinematics, measurements)
