@@ -176,6 +176,32 @@ def test_the_predicted_configuration_from_floats_is_the_array_formula():
         assert _bitwise_equal(position, plain_position) and _bitwise_equal(q, plain)
 
 
+def test_the_integrated_step_from_one_product_is_the_sliced_formula():
+    """``StepIntegration._integrate`` (one product ``dt m`` for the base position and the joints): random
+    poses, means from 1e-12 to 30 and history weights, joints near their limits: the base position, rotation
+    (eq. 14) and clipped joints of the formula that multiplies each slice of the mean, to the bit."""
+    robot = RobotModel.from_urdf_file(load_robot("g1").urdf_path, floating_base=True)
+    ik = DynamicalIK(robot, [FrameTarget("pelvis", position=True), FrameTarget("torso_link")])
+    rng = np.random.default_rng(40)
+    for _ in range(300):
+        ik.base_position, ik.base_rotation = rng.normal(size=3), exp_so3(rng.normal(size=3))
+        ik.joint_positions = rng.uniform(robot.lower, robot.upper)
+        ik._corrector = np.array([rng.uniform(0.3, 1.0), 0.2])
+        ik._carried_velocity = rng.normal(size=robot.nv)
+        nu = rng.normal(size=robot.nv) * 10.0 ** rng.uniform(-12, 1.5)
+        dt = 1.0 / rng.uniform(20.0, 1000.0)
+        start = (ik.base_position, ik.base_rotation, ik.joint_positions)
+        mean = ik._corrector[0] * nu + ik._carried_velocity
+        position = start[0] + dt * mean[:3]
+        rotation = integrate_rotation(
+            start[1], mean[3:6], dt, ik.config.orthonormality_gain, ik.config.rotation_integration
+        )
+        joints = np.clip(start[2] + dt * mean[6:], robot.lower, robot.upper)
+        ik._integrate(nu.copy(), dt)
+        assert _bitwise_equal(ik.base_position, position) and _bitwise_equal(ik.base_rotation, rotation)
+        assert _bitwise_equal(ik.joint_positions, joints)
+
+
 def test_the_columns_at_bounds_by_one_nonzero_are_the_counted_ones():
     """``_columns_at_bounds`` (joints whose ``nu_k`` ended on a bound of the mean): random bounds, some at the
     velocity limit, and velocities on, near and off them: the columns of the plain count and flatnonzero."""

@@ -110,8 +110,9 @@ class StepIntegration:
         """
         nb = self.robot.base_dofs
         mean = self.step_mean(nu)
+        step = dt * mean  # (one product for the base position and the joints: the slices' entries)
         if nb:
-            self.base_position = self.base_position + dt * mean[:3]
+            self.base_position = self.base_position + step[:3]
             self.base_rotation = integrate_rotation(
                 self.base_rotation,
                 mean[3:6],
@@ -120,7 +121,7 @@ class StepIntegration:
                 self.config.rotation_integration,
             )
         # the bounds keep the step inside the limits; the clip only removes OSQP's tolerance and round-off
-        joints = self.joint_positions + dt * mean[nb:]
+        joints = self.joint_positions + step[nb:]
         if self._expansion is not None:  # locked joints exactly still, followers exactly on their leader
             joints = self.robot.apply_reductions(joints)
         previous = self.joint_positions
