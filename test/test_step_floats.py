@@ -157,16 +157,23 @@ def test_the_qp_cost_with_its_diagonal_viewed_is_the_indexed_formula():
             assert _bitwise_equal(qp._task[0], hessian) and _bitwise_equal(qp._task[1], gradient)
 
 
+def _random_g1_poses(seed: int, count: int = 300):
+    """G1 on a floating base with two targets, put ``count`` times at a random base pose and joint
+    configuration within the limits: yields ``(robot, ik, rng)`` after each, ``rng`` seeded with ``seed``."""
+    robot = RobotModel.from_urdf_file(load_robot("g1").urdf_path, floating_base=True)
+    ik = DynamicalIK(robot, [FrameTarget("pelvis", position=True), FrameTarget("torso_link")])
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        ik.base_position, ik.base_rotation = rng.normal(size=3), exp_so3(rng.normal(size=3))
+        ik.joint_positions = rng.uniform(robot.lower, robot.upper)
+        yield robot, ik, rng
+
+
 def test_the_predicted_configuration_from_floats_is_the_array_formula():
     """``StepIntegration.advanced`` (the step's predicted configuration): base rotation moved by the
     exponential of ``h`` times the mean's angular rows made from their floats, for angular velocities from
     1e-12 to 30 rad/s (the series branch too) and random poses: ``exp_so3``'s array formula, to the bit."""
-    robot = RobotModel.from_urdf_file(load_robot("g1").urdf_path, floating_base=True)
-    ik = DynamicalIK(robot, [FrameTarget("pelvis", position=True), FrameTarget("torso_link")])
-    rng = np.random.default_rng(37)
-    for _ in range(300):
-        ik.base_position, ik.base_rotation = rng.normal(size=3), exp_so3(rng.normal(size=3))
-        ik.joint_positions = rng.uniform(robot.lower, robot.upper)
+    for robot, ik, rng in _random_g1_poses(seed=37):
         mean = rng.normal(size=robot.nv) * 10.0 ** rng.uniform(-12, 1.5)
         h = 1.0 / rng.uniform(20.0, 1000.0)
         position, q = ik.advanced(mean, h)
@@ -180,12 +187,7 @@ def test_the_integrated_step_from_one_product_is_the_sliced_formula():
     """``StepIntegration._integrate`` (one product ``dt m`` for the base position and the joints): random
     poses, means from 1e-12 to 30 and history weights, joints near their limits: the base position, rotation
     (eq. 14) and clipped joints of the formula that multiplies each slice of the mean, to the bit."""
-    robot = RobotModel.from_urdf_file(load_robot("g1").urdf_path, floating_base=True)
-    ik = DynamicalIK(robot, [FrameTarget("pelvis", position=True), FrameTarget("torso_link")])
-    rng = np.random.default_rng(40)
-    for _ in range(300):
-        ik.base_position, ik.base_rotation = rng.normal(size=3), exp_so3(rng.normal(size=3))
-        ik.joint_positions = rng.uniform(robot.lower, robot.upper)
+    for robot, ik, rng in _random_g1_poses(seed=40):
         ik._corrector = np.array([rng.uniform(0.3, 1.0), 0.2])
         ik._carried_velocity = rng.normal(size=robot.nv)
         nu = rng.normal(size=robot.nv) * 10.0 ** rng.uniform(-12, 1.5)
