@@ -13,7 +13,6 @@ import numpy as np
 from dynik_ros.core.adams import MAX_HISTORY, adams_weights
 from dynik_ros.core.base_integration import integrate_rotation
 from dynik_ros.core.lapack import dpocon, dpotrf, dtrtrs
-from dynik_ros.core.quaternion import _quaternion_of_one
 from dynik_ros.core.small_arrays import matrix3
 from dynik_ros.core.so3 import exp_so3_entries
 
@@ -71,10 +70,9 @@ class StepIntegration:
         if not nb:
             return self.base_position, self.robot.join(self.base_position, self.base_rotation, joints)
         position = self.base_position + step[:3]
-        # exp_so3(h * mean[3:6]) from the same floats, without its array checks; the configuration joined as
-        # RobotModel.join joins it, without its checks of the rotation's type and shape
+        # exp_so3(h * mean[3:6]) from the same floats, without its array checks
         rotation = matrix3(exp_so3_entries(*step[3:6].tolist())) @ self.base_rotation
-        return position, np.concatenate((position, _quaternion_of_one(rotation), joints))
+        return position, self.robot.join(position, rotation, joints)
 
     def integrate_this_step_by_euler(self) -> None:
         """This step moves by ``dt nu_k`` alone (no carried history, not reported as a fallback)."""

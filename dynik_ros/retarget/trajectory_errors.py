@@ -244,16 +244,14 @@ def _joint_chains_pinocchio(model: pin.Model, q: np.ndarray, v: np.ndarray, join
     """:func:`_joint_chains` by pinocchio, one sample at a time (``joints`` only, and the world)."""
     n = len(q)
     data = model.createData()
-    placements = np.empty((n, len(joints), 4, 4))
-    omegas = np.empty((n, len(joints), 3))
+    rot: dict[int, np.ndarray] = {0: np.broadcast_to(np.eye(3), (n, 3, 3))}
+    pos, omega = {0: np.zeros((n, 3))}, {0: np.zeros((n, 3))}
+    for j in joints:
+        rot[j], pos[j], omega[j] = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3))
     for k in range(n):
         pin.forwardKinematics(model, data, q[k], v[k])
-        for c, j in enumerate(joints):
-            placements[k, c] = data.oMi[j].homogeneous
-            omegas[k, c] = data.oMi[j].rotation @ data.v[j].angular
-    rot = {0: np.broadcast_to(np.eye(3), (n, 3, 3))}
-    pos = {0: np.zeros((n, 3))}
-    omega = {0: np.zeros((n, 3))}
-    for c, j in enumerate(joints):
-        rot[j], pos[j], omega[j] = placements[:, c, :3, :3], placements[:, c, :3, 3], omegas[:, c]
+        for j in joints:
+            placement = data.oMi[j]
+            rot[j][k], pos[j][k] = placement.rotation, placement.translation
+            omega[j][k] = placement.rotation @ data.v[j].angular
     return rot, pos, omega
