@@ -11,7 +11,8 @@ import numpy as np
 
 from dynik_ros.models.segments import XSENS_SEGMENTS
 
-# the maps' contact settings before issue 9's combination became the default (README: Where issue 9 stands):
+# the maps' contact settings before issue 9's combination became the default
+# (doc/capture_issue9_status.md, *Where issue 9 stands*):
 # weighted stance targets held where the human's foot landed, full weight on a foot in the air, no leg reach.
 # Tests of a mechanism built on them pin them.
 FEET_BEFORE_ISSUE_9 = {"stance": "weighted", "anchor": "human", "reach": False, "swing_weight": 1.0}
