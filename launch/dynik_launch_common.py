@@ -489,7 +489,7 @@ def pipeline(
             if not args.get("bag_path"):
                 raise RuntimeError("source:=bag needs bag_path:=<rosbag2 directory or file>")
             wearable["bag_path"] = existing_file(args["bag_path"], "bag_path")
-            wearable["duration"] = 0.0  # the whole bag (wearable_node's default stops after 10 s)
+            wearable["duration"] = 0.0  # the whole bag (also wearable_node's default; stated, not relied on)
         if args["source"] == "file":
             if not args.get("file_path"):
                 raise RuntimeError("source:=file needs file_path:=<.mvnx, .bvh or .npz capture file>")

@@ -114,3 +114,22 @@ def test_bad_file_fails_configure_naming_file_path(ros, executor, tmp_path):
     empty = _node(ros, ex, nodes, source="file")
     empty.trigger_configure()
     assert empty.lifecycle_state == "unconfigured" and "file_path" in empty.last_error
+
+
+def test_a_file_longer_than_ten_seconds_is_replayed_whole_by_default(ros, executor, tmp_path):
+    """``duration``'s default is 0: a file (or a bag) is replayed to its end, not cut at 10 s as when the
+    default was the synthetic motion's length; the synthetic source's 0 is still 10 s."""
+    ex, nodes = executor
+    take = synthetic_human_motion("walking", duration=12.5, rate=20.0)
+    path = write_mvnx(take, tmp_path / "long.mvnx")
+    node = _node(ros, ex, nodes, source="file", file_path=str(path))
+    node.trigger_configure()
+    assert node.lifecycle_state == "inactive", node.last_error
+    assert len(node._source) == len(take.times) == 250  # 12.5 s at 20 Hz, every sample kept
+    cut = _node(ros, ex, nodes, source="file", file_path=str(path), duration=4.0)
+    cut.trigger_configure()
+    assert len(cut._source) == 81  # 4 s at 20 Hz (both ends): the cut still applies when asked
+    synthetic = _node(ros, ex, nodes, source="synthetic", rate=20.0)
+    synthetic.trigger_configure()
+    assert synthetic.lifecycle_state == "inactive", synthetic.last_error
+    assert len(synthetic._source) == 200  # 0 = the synthetic motion's 10 s (its end excluded)

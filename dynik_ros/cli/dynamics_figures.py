@@ -48,8 +48,9 @@ def dynamics_summary(node: Any, wearable: Any, first_stamp_ns: int | None) -> di
     p = wearable.params
     if p.get("source") == "synthetic" and first_stamp_ns is not None:
         from dynik_ros.estimation.synthetic_dynamics import human_dynamics_truth
+        from dynik_ros.nodes.wearable_params import synthetic_duration
 
-        _, truth = human_dynamics_truth(p["scenario"], p["duration"], p["rate"], kind=p["model"])
+        _, truth = human_dynamics_truth(p["scenario"], synthetic_duration(p), p["rate"], kind=p["model"])
         index = np.round((stamps - first_stamp_ns) * 1e-9 * p["rate"]).astype(int)
         ok = (index >= 0) & (index < len(truth.times))
         error = tau[ok] - truth.tau[index[ok]]

@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--calibration-frame", type=int, help="calibrate from this input sample (the subject in T-pose)"
     )
     parser.add_argument(
-        "--skeleton", help="BVH skeleton map: cmu, lafan1, mixamo, mvn or a YAML path (default: detected)"
+        "--skeleton",
+        help="BVH skeleton map: cmu, cmu_max, lafan1, mixamo, mvn or a YAML path (default: detected)",
     )
     parser.add_argument(
         "--unit", choices=("m", "cmu", "cm", "inch", "mm"), help="BVH length unit (default: detected)"
@@ -159,8 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--toe",
         choices=("pitch", "flat"),
-        help="a contact with the human heel up: the sole kept level, the ankle taking the pitch up (the "
-        "maps' default), or pitched about its toe line (retarget/foot_contact.py)",
+        help="a contact with the human heel up: flat keeps the sole level, the ankle taking the pitch up "
+        "(the maps' default); pitch turns the sole about its toe line (retarget/foot_contact.py)",
     )
     parser.add_argument(
         "--integration",

@@ -53,7 +53,7 @@ from dynik_ros.nodes.common import (
 )
 from dynik_ros.nodes.conversions import header_stamp_ns, link_states_to_msg, ns_to_stamp, stamp_to_ns
 from dynik_ros.nodes.node_process import run_node
-from dynik_ros.nodes.wearable_params import WEARABLE_PARAMS
+from dynik_ros.nodes.wearable_params import WEARABLE_PARAMS, synthetic_duration
 from dynik_ros.nodes.wearable_sources import (  # noqa: F401 - Sample and the sources are part of this module's API
     HUMAN_MODELS,
     NS,
@@ -99,12 +99,11 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
         if p["publish_shoes"] and p["source"] != "synthetic":
             raise ConfigError("publish_shoes", f"needs source:=synthetic (the source is '{p['source']}')")
         if p["source"] == "synthetic":
-            if p["duration"] <= 0.0:
-                raise ConfigError("duration", "must be > 0 for the synthetic source")
-            if p["duration"] * p["rate"] < 1:
+            duration = synthetic_duration(p)  # 0 (the default) = 10 s
+            if duration * p["rate"] < 1:
                 raise ConfigError("duration", "shorter than one sample at this rate")
             self._source = SyntheticSource(
-                p["model"], p["scenario"], p["duration"], p["rate"], p["noise_orientation"], p["seed"]
+                p["model"], p["scenario"], duration, p["rate"], p["noise_orientation"], p["seed"]
             )
         elif p["source"] == "xsens":
             if not p["realtime"]:
@@ -303,7 +302,8 @@ class WearableNode(SuitCalibrationServices, DynikLifecycleNode):
 
         from dynik_ros.nodes.shoe_source import SHOE_TOPICS, SyntheticShoes
 
-        shoes = SyntheticShoes(p["model"], p["scenario"], p["duration"], p["rate"], self._source.stamps)
+        duration = synthetic_duration(p)
+        shoes = SyntheticShoes(p["model"], p["scenario"], duration, p["rate"], self._source.stamps)
         self._shoe_pubs = [self.create_lifecycle_publisher(WrenchStamped, t, qos) for t in SHOE_TOPICS]
         return shoes
 

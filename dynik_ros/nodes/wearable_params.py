@@ -24,8 +24,9 @@ WEARABLE_PARAMS = (
     ParamSpec("rate", 60.0, "Sample rate of the synthetic motion [Hz].", low=1.0, high=2000.0),
     ParamSpec(
         "duration",
-        10.0,
-        "Synthetic motion length [s]; for a bag or a file, the longest span replayed (0 = all).",
+        0.0,
+        "Longest span replayed from a bag or a file [s], 0 = all of it; the synthetic motion's length, "
+        "0 = 10 s.",
         low=0.0,
         high=86400.0,
     ),
@@ -159,3 +160,12 @@ WEARABLE_PARAMS = (
     ),
     *SUIT_CALIBRATION_PARAMS,
 )
+
+
+SYNTHETIC_DEFAULT_DURATION = 10.0  # [s] the synthetic motion's length when ``duration`` is 0 (the default)
+
+
+def synthetic_duration(params: dict) -> float:
+    """The synthetic source's length: ``duration``, or :data:`SYNTHETIC_DEFAULT_DURATION` where it is 0
+    (``duration``'s default is 0 so that a bag or a file is replayed whole unless told otherwise)."""
+    return float(params["duration"]) or SYNTHETIC_DEFAULT_DURATION

@@ -103,9 +103,9 @@ class ContactSpec:
     landed) or ``robot`` (where the robot's own sole is then, as the IK left it: a lagging leg is not
     dragged onto the human's footprint; :mod:`dynik_ros.retarget.robot_anchor`).
 
-    ``reach`` (opt-in): a foot landing farther beside its hip than the ankle roll's limits let a level sole
-    stand is held nearer the hip, across its heading, until they do, and the leg's thigh and shank targets
-    lean with it (:mod:`dynik_ros.retarget.leg_reach`).
+    ``reach`` (on by default): a foot landing farther beside its hip than the ankle roll's limits let a
+    level sole stand is held nearer the hip, across its heading, until they do, and the leg's thigh and
+    shank targets lean with it (:mod:`dynik_ros.retarget.leg_reach`).
 
     ``pelvis_reach`` (opt-in): while feet are held in contact, the pelvis position target moves (up, across)
     just enough that each of their legs leans no farther than its ankle roll lets a level sole stand, rate

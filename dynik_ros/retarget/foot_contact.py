@@ -54,8 +54,8 @@ Anchored on the robot (``contact.anchor: robot``; a ``robot_sole`` reader given 
 once per contact, at the sample it turns flat, the held point moves to where the robot's own sole point is
 (horizontally, on the ground) and the level sole takes the robot sole's heading (:mod:`.robot_anchor`).
 
-Within the ankle roll's reach (``contact.reach``, opt-in; :attr:`FootContact.lean_bounds` and the robot hip
-targets given to :meth:`FootContact.apply`): at touch-down a foot farther beside its hip than a level sole
+Within the ankle roll's reach (``contact.reach``, on by default; :attr:`FootContact.lean_bounds` and the robot
+hip targets given to :meth:`FootContact.apply`): at touch-down a foot farther beside its hip than a level sole
 allows is held nearer the hip, the shift blended in over ``blend_time`` (:mod:`.leg_reach`).
 """
 
