@@ -184,7 +184,12 @@ class StepIntegration:
         from eq. (13b), so those crossings added up over a contact held for seconds (iCub's shoulder
         coupling pressed for 3 s: 1.1e-6 rad with the trapezoid)."""
         c, s = self.robot.constraints, self.joint_positions
-        excess = c.A @ s - c.b
+        products = c.A @ s
+        # the usual step crosses no row: ``A s > b`` holds wherever ``A s - b > 0`` does (a positive rounded
+        # difference needs a larger minuend), so none there is none crossed; counted without .any()'s wrapper
+        if not np.count_nonzero(products > c.b):
+            return
+        excess = products - c.b
         over = (excess > 0.0) & (excess <= ROW_ROUND_OFF)
         if not over.any():
             return
@@ -225,7 +230,9 @@ def _cholesky_basis(rows: np.ndarray, gram: np.ndarray) -> np.ndarray | None:
     factor, info = dpotrf(gram, lower=1, clean=1)
     if info != 0:
         return None
-    rcond, _ = dpocon(factor, float(np.abs(gram).sum(axis=0).max()), uplo="L")
+    # the 1-norm, as .sum(axis=0).max() computes it (their ufunc reductions, without the Python wrappers)
+    norm = float(np.maximum.reduce(np.add.reduce(np.abs(gram), axis=0)))
+    rcond, _ = dpocon(factor, norm, uplo="L")
     if not rcond > WELL_CONDITIONED:  # (NaN fails too)
         return None
     return dtrtrs(factor, rows, lower=1)[0]  # a factor of positive diagonal: the solve cannot fail
