@@ -157,8 +157,27 @@ up_to_date() {
         [[ $(stamp_value req) == "$REQ_KEY" && $(stamp_value project) == "$PROJECT_KEY" ]]
 }
 
+# A venv made before this script chose interpreters (its stamp names none) may run on a Python built
+# with a shared libpython while a faster one is on PATH: say so once, then remember the check.
+note_older_interpreter() {
+    [[ -f $STAMP && -z $(stamp_value python) ]] || return 0
+    local venv_python better=''
+    venv_python=$(readlink -f "$VENV/bin/python" 2>/dev/null || printf '%s' "$VENV/bin/python")
+    if [[ $MODE == wheels && -z ${PYTHON:-} ]] &&
+        ! PATH=$SYS_PATH "$VENV/bin/python" -c "$STATIC_LIBPYTHON" >/dev/null 2>&1; then
+        better=$(pick_python "$MODE" 2>/dev/null || true)
+        if [[ -n $better ]] && PATH=$SYS_PATH "$better" -c "$STATIC_LIBPYTHON" >/dev/null 2>&1; then
+            say "notice: ${VENV#"$ROOT"/} runs on $venv_python, a Python with a shared libpython (made before" \
+                "the bootstrap chose interpreters); $better has libpython linked in and runs this package faster" \
+                "(README, 'Which Python the venv is made with'):" \
+                "DYNIK_FRESH=1 ./dynik bootstrap remakes the venv with it (said once)"
+        fi
+    fi
+    printf 'python=%s\n' "$venv_python" >>"$STAMP"
+}
+
 # Fast path: nothing to do.
-up_to_date && exit 0
+up_to_date && { note_older_interpreter; exit 0; }
 
 # Serialize concurrent bootstraps of the same venv (two ./dynik commands at once).
 if command -v flock >/dev/null 2>&1; then
@@ -169,6 +188,7 @@ fi
 
 START=$SECONDS
 ACTIONS=()
+STAMPED_PYTHON=$(stamp_value python)  # kept below unless the venv is made again
 
 # --- (re)create the venv -------------------------------------------------------------
 if [[ ${DYNIK_FRESH:-0} == 1 ]] || ! venv_usable; then
@@ -185,6 +205,7 @@ if [[ ${DYNIK_FRESH:-0} == 1 ]] || ! venv_usable; then
         die "could not create $VENV with $PY (on Debian/Ubuntu: apt-get install python3-venv)"
     fi
     ACTIONS+=("created venv ($("$VENV/bin/python" -V 2>&1 | cut -d' ' -f2), $PY)")
+    STAMPED_PYTHON=$(readlink -f "$VENV/bin/python" 2>/dev/null || printf '%s' "$VENV/bin/python")
 fi
 : >"$LOG"
 
@@ -265,6 +286,10 @@ fi
 pip_run install --no-deps --no-build-isolation -e "$ROOT"
 ACTIONS+=("installed dynik_ros (editable)")
 
-printf 'req=%s\nproject=%s\n' "$REQ_KEY" "$PROJECT_KEY" >"$STAMP"
+{
+    printf 'req=%s\nproject=%s\n' "$REQ_KEY" "$PROJECT_KEY"
+    [[ -z $STAMPED_PYTHON ]] || printf 'python=%s\n' "$STAMPED_PYTHON"
+} >"$STAMP"
 summary=$(printf '%s, ' "${ACTIONS[@]}")
 say "bootstrap ${VENV#"$ROOT"/}: ${summary%, } in $((SECONDS - START))s (ROS 2: $MODE)"
+note_older_interpreter
