@@ -46,10 +46,11 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> tuple[np.ndarray, int]:
     labels need."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return np.array([lo]) if math.isfinite(lo) else np.array([]), 0
-    raw = (hi - lo) / max(1, count)
-    power = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * 0.999)
-    first, last = math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9)
+    power = 10.0 ** math.floor(math.log10((hi - lo) / max(1, count)))
+    for step in (m * power for m in (1, 2, 2.5, 5, 10, 20)):  # the finest step giving <= count + 1 ticks
+        first, last = math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9)
+        if last - first + 1 <= count + 1:
+            break
     ticks = np.arange(first, last + 1) * step
     decimals = max(0, -math.floor(math.log10(step) + 1e-9))
     if abs(step * 10**decimals - round(step * 10**decimals)) > 1e-6:

@@ -102,7 +102,7 @@ def plot_errors(path: Path, retargeter: Any, result: Any) -> Path:
 
     frames = [tg.frame for tg in retargeter.targets.orientation_targets]
     err = np.degrees(np.asarray(result.orientation_error, dtype=float))
-    worst = list(np.argsort(np.nanmax(err, axis=0))[::-1][:6]) if err.size else []
+    worst = list(np.argsort(np.fmax.reduce(err, axis=0))[::-1][:6]) if err.size else []
     ax = fig.axes(boxes[1], xlim, data_range(*(err[:, j] for j in worst)) if worst else (0.0, 1.0))
     for k, j in enumerate(worst):
         ax.line(t, err[:, j], TAB10[k])
