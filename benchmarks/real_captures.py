@@ -486,8 +486,9 @@ def speed_target(
     for ``seconds``, :func:`palindrome`) as BVH and MVNX, then measure reading + retargeting (the issue's
     target: a 60 s, 120 Hz capture in <= 10 s on one core, video excluded) as the **CPU time** of a fresh
     ``dynik-retarget`` process (imports included, from compiled modules; no bag, no plots) with one
-    numpy/OpenMP thread, and its
-    wall time; then the same steps in a second process, each phase's CPU time."""
+    numpy/OpenMP thread, and its wall time; once per file the plain command as users run it (bag and
+    plots written, the README's user figure); then the same steps in a second process, each phase's CPU
+    time."""
     from dynik_ros.io.bvh import builtin_skeleton_maps, write_bvh
     from dynik_ros.io.motion_files import read_motion_file
     from dynik_ros.io.mvnx import write_mvnx
@@ -526,6 +527,13 @@ def speed_target(
                     f"({cpu * per_60:5.2f} s per 60 s, {cpu * per_60 / SPEED_TARGET_S:.2f} x the target), "
                     f"wall {wall:5.2f} s"
                 )
+            plain = [a for a in command if a not in ("--no-bag", "--no-plots")]
+            plain[plain.index("--out") + 1] = str(Path(tmp) / f"out-plain{path.suffix}")  # a fresh bag folder
+            cpu, wall, _ = _cpu_of_child(plain)
+            print(
+                f"         as users run it (bag and plots written): CPU {cpu:5.2f} s "
+                f"({cpu * per_60:5.2f} s per 60 s), wall {wall:5.2f} s"
+            )
             phases = [sys.executable, __file__, "--phases", str(path), "--robot", robot]
             phases += [] if ik_rate is None else ["--speed-ik-rate", str(ik_rate)]
             _, _, out = _cpu_of_child(phases, ok_codes=(0,))

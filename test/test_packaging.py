@@ -53,6 +53,7 @@ IMPORT_TO_ROSDEP = {
     "scipy": "python3-scipy",
     "yaml": "python3-yaml",
     "matplotlib": "python3-matplotlib",
+    "PIL": "python3-pil",
     "pinocchio": "pinocchio",
     "osqp": "python3-osqp-pip",
     "daqp": "python3-daqp-pip",
