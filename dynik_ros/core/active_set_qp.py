@@ -49,6 +49,10 @@ class ActiveSetQP:
         self._model = daqp.Model()
         self._set_up = False
         self._cold = np.zeros(m, dtype=np.intc)  # DAQP keeps and writes the sense array it is given
+        # the arrays every solve writes its data into (new ones per solve cost their allocation): the bounds
+        # as DAQP takes them, and [C^T | q] in Fortran order, which dtrtrs turns into [M^T | w] in place
+        self._lower, self._upper = np.empty(m), np.empty(m)
+        self._stacked = np.empty((n, m + 1), order="F")
         self.iterations = 0
         self.exitflag = 0
 
@@ -66,14 +70,15 @@ class ActiveSetQP:
         n, m = self.n, self.m
         if rows.shape != (m, n) or hessian.shape != (n, n):
             raise ValueError(f"ActiveSetQP set up for {m} x {n} rows, given {rows.shape}")
-        lower = np.maximum(lower, -INFINITY)
-        upper = np.minimum(upper, INFINITY)
+        lower = np.maximum(lower, -INFINITY, out=self._lower)
+        upper = np.minimum(upper, INFINITY, out=self._upper)
         # P = L L^T from P's upper triangle in C order (the lower one of its transpose, a Fortran-order view
-        # LAPACK takes without a copy): L = R^T, the factor of the module docstring
-        factor, info = dpotrf(hessian.T, lower=1, clean=1)
+        # LAPACK takes without a copy): L = R^T, the factor of the module docstring. Its other triangle is
+        # left as P's (clean=0): dtrtrs reads only the lower one (LAPACK: "not referenced")
+        factor, info = dpotrf(hessian.T, lower=1, clean=0)
         if info != 0:
             return self._failed(NOT_POSITIVE_DEFINITE)
-        stacked = np.empty((n, m + 1), order="F")  # [C^T | q] -> [M^T | w]: R^T X = L X = [C^T | q]
+        stacked = self._stacked  # [C^T | q] -> [M^T | w]: R^T X = L X = [C^T | q]
         stacked[:, :m] = rows.T
         stacked[:, m] = gradient
         # (a factor dpotrf returned has a positive diagonal: the triangular solves cannot fail; NaN data
