@@ -372,16 +372,29 @@ def _few_rows_plainly_valid(values: Sequence[np.ndarray | None], rotation_tolera
     checked on Python floats (a few rows: numpy's per-call cost is most of the fast path's there).
     ``False`` decides nothing (the caller then runs the fast path)."""
     positions, rotations, linear, angular = values
+    if type(positions) is not np.ndarray or type(rotations) is not np.ndarray:
+        return False
     n_p, n_o = len(positions), len(rotations)
-    total = 0.0
-    for value, shape in zip(values, ((n_p, 3), (n_o, 3, 3), (n_p, 3), (n_o, 3)), strict=True):
-        if value is None:
-            continue
-        if type(value) is not np.ndarray or value.shape != shape or value.dtype.char != "d":
+    if (
+        positions.shape != (n_p, 3)
+        or rotations.shape != (n_o, 3, 3)
+        or positions.dtype.char != "d"
+        or rotations.dtype.char != "d"
+    ):
+        return False
+    # the entries but a rotation's (each is in a column's squared norm below, which an infinite or NaN one
+    # fails) summed field by field: finite only when every one is (NaN and infinities propagate; an
+    # overflow: the fast path decides). The fields checked one by one: a loop over them cost more
+    total = sum(positions.ravel().tolist())
+    if linear is not None:
+        if type(linear) is not np.ndarray or linear.shape != (n_p, 3) or linear.dtype.char != "d":
             return False
-        if value is not rotations:  # (a rotation's entries are each in a column's squared norm below,
-            total += sum(value.ravel().tolist())  # which an infinite or NaN one fails: not summed here)
-    if not math.isfinite(total):  # NaN and infinities propagate (an overflow: the fast path decides)
+        total += sum(linear.ravel().tolist())
+    if angular is not None:
+        if type(angular) is not np.ndarray or angular.shape != (n_o, 3) or angular.dtype.char != "d":
+            return False
+        total += sum(angular.ravel().tolist())
+    if not math.isfinite(total):
         return False
     limit = rotation_tolerance - _ROUNDING_MARGIN
     low = -limit
