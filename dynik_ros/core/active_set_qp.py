@@ -53,6 +53,9 @@ class ActiveSetQP:
         # as DAQP takes them, and [C^T | q] in Fortran order, which dtrtrs turns into [M^T | w] in place
         self._lower, self._upper = np.empty(m), np.empty(m)
         self._stacked = np.empty((n, m + 1), order="F")
+        # M (C order) and w as views of it, made once: what dtrtrs gives when it solves in place (it does
+        # on a Fortran-order float64 array; else views of its answer are made per solve)
+        self._ldp = self._stacked[:, :m].T, self._stacked[:, m]
         self.iterations = 0
         self.exitflag = 0
 
@@ -84,8 +87,9 @@ class ActiveSetQP:
         # (a factor dpotrf returned has a positive diagonal: the triangular solves cannot fail; NaN data
         # gives a non-finite x, refused below)
         solved, _ = dtrtrs(factor, stacked, lower=1, overwrite_b=1)
-        ldp_rows, linear = solved[:, :m].T, solved[:, m]  # M (C order: a view), w
-        self._cold[:] = 0
+        # M (C order: a view), w
+        ldp_rows, linear = self._ldp if solved is stacked else (solved[:, :m].T, solved[:, m])
+        self._cold.fill(0)
         if self._set_up:
             flag = self._model.update(f=linear, A=ldp_rows, bupper=upper, blower=lower, sense=self._cold)
         else:
