@@ -44,6 +44,7 @@ import pinocchio as pin
 
 from dynik_ros.core.frame_kinematics import mixed_jacobian
 from dynik_ros.core.frame_placements import flat_view, placement_view, pose_indices
+from dynik_ros.core.small_arrays import dot as _dot
 from dynik_ros.core.small_arrays import einsum
 from dynik_ros.core.sole import sole_polygon
 
@@ -91,10 +92,16 @@ class FloorRows:
         self.n_rows = len(config.points)
         self._gather = pose_indices([self._frame_ids[f] for f in self._point_frame])
         self._gather_flat = np.ravel_multi_index(self._gather, (robot.model.nframes, 12))  # (flat_view)
+        # per point: its frame's third rotation row and origin height (entries 6-8, 11 of _gather), all that
+        # heights needs: a third of the gather
+        self._gather_z = self._gather_flat[:, [6, 7, 8, 11]].copy()
         self._viewed: pin.Data | None = None  # the pin.Data whose placement table _table is (_levers)
         self._table: np.ndarray | None = None
         self._table_flat: np.ndarray | None = None
         self._stacked_rows = None  # rows of the stacked Jacobian: vertical, angular x, angular y per point
+        # the same rows as three slices of the stacked Jacobian, one row per frame, where the points come
+        # frame by frame, as many per frame (the soles' corners): views instead of a gather (_frame_slices)
+        self._frame_rows: tuple[tuple, tuple, tuple] | None = None
         if targets is not None:
             position = [t.frame for t in targets.position_targets]
             orientation = [t.frame for t in targets.orientation_targets]
@@ -104,9 +111,14 @@ class FloorRows:
                 vertical = np.array([frame_rows[f][0] for f in self._point_frame])
                 angular = np.array([frame_rows[f][1] for f in self._point_frame])
                 self._stacked_rows = np.concatenate((vertical, angular, angular + 1))  # one gather a step
+                self._frame_rows = _frame_slices(self._point_frame, frame_rows)
         self.previous = np.zeros(self.n_rows)  # d_{k-1}: heights above the floor at the step's start
         self._jacobian = np.zeros((self.n_rows, robot.nv))  # J_z of each point (mixed coordinates)
-        self._bound = np.zeros(self.n_rows)  # b: the rows' bound on J_z m
+        self._bound = np.zeros(self.n_rows)  # b: the rows' bound on J_z m (written in place by prepare)
+        self._lever_rows = np.zeros((self.n_rows, robot.nv))  # prepare's l_x w_y, written in place
+        # (frames, points per frame) of the frame-by-frame path (_frame_rows)
+        self._blocks = (len(frames), self.n_rows // max(len(frames), 1))
+        self._kept = np.zeros(self.n_rows)  # prepare's (1 - gamma) d_{k-1}, written in place
         self.mode = MODES[0]
         self.counts = dict.fromkeys(MODES[1:], 0)  # steps softened / dropped since construction
 
@@ -133,9 +145,22 @@ class FloorRows:
         return origins, einsum("nij,nj->ni", rotations, self._offsets)
 
     def heights(self, data: pin.Data) -> np.ndarray:
-        """Height above the floor of every point with ``data``'s frame placements (world z minus ``h``)."""
-        origins, levers = self._levers(data)
-        return origins[:, 2] + levers[:, 2] - self.config.height
+        """Height above the floor of every point with ``data``'s frame placements (world z minus ``h``). From
+        the flat table only the rotations' third rows and the origins' heights are read: the z of the
+        levers' product is the same sum of the same three products (``test_floor_rows_fast``), and ``o + l``
+        is ``l + o`` to the bit; ``- h`` is left out at ``h = 0`` (``x - 0.0`` is ``x``)."""
+        if data is not self._viewed:
+            self._levers(data)  # (makes the table's views for data)
+        flat = self._table_flat
+        if flat is None:
+            origins, levers = self._levers(data)
+            return origins[:, 2] + levers[:, 2] - self.config.height
+        rows = flat[self._gather_z]
+        heights = einsum("nj,nj->n", rows[:, :3], self._offsets)
+        heights += rows[:, 3]
+        if self.config.height != 0.0:
+            heights -= self.config.height
+        return heights
 
     def observe(self, data: pin.Data) -> None:
         """``d_{k-1}``, from ``data``'s frame placements at ``q_{k-1}``."""
@@ -153,18 +178,33 @@ class FloorRows:
         frame placements: the predicted configuration, or ``q_{k-1}`` with ``predicted_mean`` zero) and the
         IK's stacked ``jacobian`` there (used where the targets allow, see the class docstring)."""
         origins, levers = self._levers(data)
-        if jacobian is not None and self._stacked_rows is not None:
-            vertical, ang_x, ang_y = jacobian[self._stacked_rows].reshape(3, self.n_rows, -1)
-        else:
-            vertical, ang_x, ang_y = self._pinocchio_rows(model, data)
         # vertical velocity of the point: v_z + (omega x lever)_z, written in place (a sum is the same either
-        # way round: l_y w_x + v_z is v_z + l_y w_x to the bit)
-        jacobian_z = np.multiply(levers[:, 1, None], ang_x, out=self._jacobian)
-        jacobian_z += vertical
-        jacobian_z -= levers[:, 0, None] * ang_y
-        predicted = origins[:, 2] + levers[:, 2] - self.config.height
-        gamma = self.config.gain
-        self._bound = ((1.0 - gamma) * self.previous - predicted) / dt + self._jacobian @ predicted_mean
+        # way round: l_y w_x + v_z is v_z + l_y w_x to the bit), the product l_x w_y too
+        if jacobian is not None and self._frame_rows is not None:
+            # per frame its three rows (views), broadcast over its points: the same products and sums per
+            # entry as the gathered rows below
+            sliced, scratch = self._frame_rows, self._lever_rows.reshape(*self._blocks, -1)
+            jacobian_z, levers = self._jacobian.reshape(*self._blocks, -1), levers.reshape(*self._blocks, 3)
+            np.multiply(levers[:, :, 1:2], jacobian[sliced[1]], out=jacobian_z)
+            jacobian_z += jacobian[sliced[0]]
+            jacobian_z -= np.multiply(levers[:, :, 0:1], jacobian[sliced[2]], out=scratch)
+            jacobian_z, levers = self._jacobian, levers.reshape(-1, 3)
+        else:
+            if jacobian is not None and self._stacked_rows is not None:
+                vertical, ang_x, ang_y = jacobian[self._stacked_rows].reshape(3, self.n_rows, -1)
+            else:
+                vertical, ang_x, ang_y = self._pinocchio_rows(model, data)
+            jacobian_z = np.multiply(levers[:, 1:2], ang_x, out=self._jacobian)
+            jacobian_z += vertical
+            jacobian_z -= np.multiply(levers[:, 0:1], ang_y, out=self._lever_rows)
+        # b = ((1 - gamma) d_{k-1} - d_pred) / dt + J_z m_pred, the same operations in place (d_pred =
+        # o_z + l_z - h, where - 0.0 changes nothing)
+        bound = np.add(origins[:, 2], levers[:, 2], out=self._bound)
+        if self.config.height != 0.0:
+            bound -= self.config.height
+        np.subtract(np.multiply(1.0 - self.config.gain, self.previous, out=self._kept), bound, out=bound)
+        bound /= dt
+        bound += _dot(jacobian_z, predicted_mean)
 
     def _pinocchio_rows(self, model: pin.Model, data: pin.Data) -> tuple[np.ndarray, ...]:
         """Per point, its frame origin's vertical velocity row and the angular x, y rows (mixed ``nu``)."""
@@ -197,9 +237,41 @@ class FloorRows:
             return out
         bound = self._bound if mode == "hard" else np.minimum(self._bound, 0.0)
         np.multiply(w0, self._jacobian, out=a)
-        np.subtract(bound, self._jacobian @ carried, out=lower)
+        np.subtract(
+            bound, _dot(self._jacobian, carried), out=lower
+        )  # (np.dot's own C function: @'s BLAS call)
         upper[:] = np.inf
         return out
+
+
+def _frame_slices(
+    point_frame: np.ndarray, frame_rows: list[tuple[int, int]]
+) -> tuple[tuple, tuple, tuple] | None:
+    """The stacked Jacobian's vertical, angular x and angular y rows of the points' frames as indices of
+    basic slicing, ``(slice, None)``: per block of points one row, shaped ``(frames, 1, nv)`` to broadcast
+    over the block's points. ``None`` unless the points come frame by frame, as many per frame, each frame in
+    one block, and each kind of row is evenly spaced from block to block (always so for one or two frames)."""
+    n = len(point_frame)
+    frames = len(frame_rows)
+    if frames == 0 or n % frames:
+        return None
+    blocks = point_frame.reshape(frames, n // frames)
+    if not (blocks == blocks[:, :1]).all() or len(set(blocks[:, 0].tolist())) != frames:
+        return None
+    order = blocks[:, 0].tolist()
+    kinds = (
+        [frame_rows[f][0] for f in order],
+        [frame_rows[f][1] for f in order],
+        [frame_rows[f][1] + 1 for f in order],
+    )
+    slices = []
+    for rows in kinds:
+        step = rows[1] - rows[0] if len(rows) > 1 else 1
+        if step == 0 or any(b - a != step for a, b in zip(rows, rows[1:], strict=False)):
+            return None
+        stop = rows[-1] + step
+        slices.append((slice(rows[0], stop if stop >= 0 else None, step), None))
+    return slices[0], slices[1], slices[2]
 
 
 def points_of_feet(feet: Sequence, half_width: float) -> tuple[tuple[str, tuple[float, float, float]], ...]:
