@@ -34,6 +34,8 @@ SECANT_PASSES = 2  # the rows linearised again at most this often per step
 # G1, |J m| <= 2.2 m/s), far inside it
 SECANT_MARGIN = 1e-9
 _AT_ORIGIN = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])  # a free-flyer's q at the origin, unturned
+_LOCAL_WORLD_ALIGNED = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED  # (looked up once: _held_velocity)
+_frame_velocity = pin.getFrameVelocity
 
 
 class ExtraTerms:
@@ -84,6 +86,8 @@ class ExtraTerms:
             # per stance frame: has it position rows, orientation rows (StanceRows.rows, in this order)
             self._stance_parts = [(f in position, f in orientation) for f in self.stance.frames]
         self._held: dict[tuple[bool, ...], np.ndarray] = {}  # _held_of, per stance pattern
+        # _held_velocity's reads, per stance pattern: (frame id, the twist's part) of each frame in contact
+        self._twist_parts: dict[tuple[bool, ...], tuple[tuple[int, str], ...]] = {}
         # the stance frames' placements at q_{k-1} (observe): their rows of the placement table (an array,
         # :mod:`.frame_placements`), else SE3 copies (a list) where pinocchio's layout is not the table's
         self._start_poses: np.ndarray | list | None = None
@@ -451,22 +455,27 @@ class ExtraTerms:
             v[6:] = mean[6:]
         else:
             q, v = ik.joint_positions + step, mean
-        pin.forwardKinematics(robot.model, data, q, v)
-        frame = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-        twists = []
-        for on, fid, (pos, ori) in zip(
-            self.stance.pattern.active, self._stance_ids, self._stance_parts, strict=True
-        ):
-            if on:
-                twist = pin.getFrameVelocity(robot.model, data, fid, frame)
-                if pos and ori:  # (linear, angular) in one read
-                    twists.append(twist.vector)
-                elif pos:
-                    twists.append(twist.linear)
-                elif ori:
-                    twists.append(twist.angular)
-        stacked = np.concatenate(twists)
-        return _dot(stacked.reshape(-1, 3), rotation.T).reshape(-1) if nb else stacked
+        model = robot.model
+        pin.forwardKinematics(model, data, q, v)
+        parts = self._twist_parts.get(self.stance.pattern.active) or self._twist_parts_of(self.stance.pattern)
+        if len(parts) == 1:  # one frame in contact: its part itself (its twist kept alive while it is read)
+            twist = _frame_velocity(model, data, parts[0][0], _LOCAL_WORLD_ALIGNED)
+            stacked = getattr(twist, parts[0][1])
+        else:
+            twists = [_frame_velocity(model, data, fid, _LOCAL_WORLD_ALIGNED) for fid, _ in parts]
+            stacked = np.concatenate([getattr(t, part) for t, (_, part) in zip(twists, parts, strict=True)])
+        return _dot(stacked.reshape(-1, 3), rotation.T).reshape(-1) if nb else stacked.copy()
+
+    def _twist_parts_of(self, pattern) -> tuple[tuple[int, str], ...]:
+        """The frames in contact with the part of its twist each one's rows read (``vector``: linear and
+        angular in one read), kept per pattern (:meth:`_held_velocity`)."""
+        parts = [
+            (fid, "vector" if pos and ori else "linear" if pos else "angular")
+            for on, fid, (pos, ori) in zip(pattern.active, self._stance_ids, self._stance_parts, strict=True)
+            if on and (pos or ori)
+        ]
+        self._twist_parts[pattern.active] = tuple(parts)
+        return self._twist_parts[pattern.active]
 
     def _predicted(self, kinematics, corrected, jacobian, predicted_mean, dt: float):
         """``v*`` with the held frames' rows shifted by the offset of the predicted step,

@@ -118,7 +118,10 @@ class StancePriority:
         rows; ``corrected`` itself where priority 1 has no usable solution (``state`` ``failed``). ``y*``
         is the stance frames' velocity over the step's mean ``m = w0 nu + carried`` (:mod:`.stance_rows`)."""
         rows, pattern = self._rows, self.stance.pattern
-        w = np.where(pattern.mask, weights[rows], 0.0)  # frames out of contact take no part
+        held = pattern.rows  # the rows of the frames in contact
+        w = weights[rows]  # (a new array) frames out of contact take no part: np.where's values
+        if len(held) != len(rows):
+            w = np.where(pattern.mask, w, 0.0)
         task, target = on_mean(jacobian[rows], corrected[rows], w0, carried)
         solution = self.qp.solve(task, target, w, lower, upper, dynamic=others)
         self._solution = solution
@@ -127,11 +130,15 @@ class StancePriority:
             self.state = STATES[2]
             self.qp.reset_warm_start()
             return corrected
-        held = pattern.rows  # the rows of the frames in contact
         centred = corrected.copy()
         mean = w0 * solution.nu if carried is None else w0 * solution.nu + carried
         achieved = _dot(jacobian[held], mean)
-        met = np.abs(achieved - corrected[held]).max() <= self.stance.tolerance
+        # (np.abs(achieved - v*).max() <= tol entry by entry in floats: the same subtractions, False at NaN)
+        met, tolerance = True, self.stance.tolerance
+        for a, c in zip(achieved.tolist(), corrected[held].tolist(), strict=True):
+            if not abs(a - c) <= tolerance:
+                met = False
+                break
         centred[held] = achieved
         self.state = STATES[0] if met else STATES[1]
         return centred

@@ -68,7 +68,16 @@ class StanceRows:
         self.pattern = self._pattern()
 
     def observe(self, flags: np.ndarray | None) -> None:
-        """This step's stance flags (one per frame; ``None``: none in contact)."""
+        """This step's stance flags (one per frame; ``None``: none in contact). Flags given as a boolean
+        array of the frames' shape whose pattern is known (every step but a new combination's first) are
+        taken by their bytes, without the copy into the flags unless they changed."""
+        if type(flags) is np.ndarray and flags.dtype == np.bool_ and flags.shape == self._flags.shape:
+            pattern = self._patterns.get(flags.tobytes())
+            if pattern is not None:
+                if pattern is not self.pattern:
+                    self._flags[:] = flags
+                    self.pattern = pattern
+                return
         if flags is None:
             self._flags[:] = False
         else:
