@@ -406,7 +406,6 @@ class ExtraTerms:
         if stance is None or not stance.imposed or self._task is None or self._task[0] is None:
             return solution
         rows = stance.pattern.rows
-        own = self._held_of(stance.pattern)
         jacobian, _, weights = self._task
         held = self._held_jacobian if self._held_jacobian is not None else jacobian[rows]
         corrected = self._corrected
@@ -422,7 +421,7 @@ class ExtraTerms:
                 break  # the check below passes too (SECANT_MARGIN), without q_mid's Jacobian
             base, q_mid = ik.advanced(mean, 0.5 * dt)
             self._secant.update_jacobian(q_mid)
-            secant = (self._secant.stacked_jacobian(base)[own] - held) @ mean
+            secant = (self._secant.stacked_jacobian(base)[self._held_of(stance.pattern)] - held) @ mean
             if np.abs(secant - offset).max() <= SECANT_TOLERANCE:
                 break
             offset = secant

@@ -177,7 +177,18 @@ class FloorRows:
         """``J_z`` and ``b`` of this step from ``data`` at the linearisation point (its joint Jacobians and
         frame placements: the predicted configuration, or ``q_{k-1}`` with ``predicted_mean`` zero) and the
         IK's stacked ``jacobian`` there (used where the targets allow, see the class docstring)."""
-        origins, levers = self._levers(data)
+        if data is not self._viewed:
+            self._levers(data)  # (makes the table's views for data)
+        flat = self._table_flat
+        if flat is not None:  # _levers' gather and product, inline: per point its pose, then its lever
+            poses = flat[self._gather_flat]
+            origin_z, levers = (
+                poses[:, 11],
+                einsum("nij,nj->ni", poses[:, :9].reshape(-1, 3, 3), self._offsets),
+            )
+        else:
+            origins, levers = self._levers(data)
+            origin_z = origins[:, 2]
         # vertical velocity of the point: v_z + (omega x lever)_z, written in place (a sum is the same either
         # way round: l_y w_x + v_z is v_z + l_y w_x to the bit), the product l_x w_y too
         if jacobian is not None and self._frame_rows is not None:
@@ -199,7 +210,7 @@ class FloorRows:
             jacobian_z -= np.multiply(levers[:, 0:1], ang_y, out=self._lever_rows)
         # b = ((1 - gamma) d_{k-1} - d_pred) / dt + J_z m_pred, the same operations in place (d_pred =
         # o_z + l_z - h, where - 0.0 changes nothing)
-        bound = np.add(origins[:, 2], levers[:, 2], out=self._bound)
+        bound = np.add(origin_z, levers[:, 2], out=self._bound)
         if self.config.height != 0.0:
             bound -= self.config.height
         np.subtract(np.multiply(1.0 - self.config.gain, self.previous, out=self._kept), bound, out=bound)
