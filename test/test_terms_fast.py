@@ -219,3 +219,46 @@ def test_priority_weights_and_met_check_are_the_array_formulas():
         assert priority.state == (STATES[0] if met else STATES[1])
         states.add(priority.state)
     assert states == {STATES[0], STATES[1]}
+
+
+def test_priority_with_the_held_rows_given_is_priority_gathering_them():
+    """Two priority 1s of G1 fed the same random steps (one foot, both feet), one given the held rows
+    ``jacobian[pattern.rows]`` (ExtraTerms' gather, which is also the task's rows with both feet down), one
+    gathering them itself: the same QP inputs, ``y*`` and states to the bit."""
+    from dynik_ros.retarget.retargeter import Retargeter
+
+    iks = [Retargeter.from_config("g1").make_ik() for _ in range(2)]
+    tasks: list[list[np.ndarray]] = [[], []]
+    for ik, seen in zip(iks, tasks, strict=True):
+        solve = ik.extra.priority.qp.solve
+
+        def spy(task, target, w, *args, _solve=solve, _seen=seen, **kwargs):
+            _seen.append(np.concatenate((task.ravel(), target, w)))
+            return _solve(task, target, w, *args, **kwargs)
+
+        ik.extra.priority.qp.solve = spy
+    kinematics = iks[0].kinematics
+    kinematics.update(iks[0].q)
+    jacobian = kinematics.stacked_jacobian(iks[0].q[:3])
+    rng = np.random.default_rng(8)
+    nv = iks[0].robot.nv
+    for trial in range(12):
+        flags = np.array([(True, True), (True, False), (False, True)][trial % 3])
+        weights = rng.uniform(0.5, 2.0, size=jacobian.shape[0])
+        corrected = rng.normal(scale=0.05, size=jacobian.shape[0])
+        w0, carried = rng.uniform(0.5, 1.0), rng.normal(scale=0.01, size=nv)
+        limit = 5.0 if trial % 2 else 1e-4
+        lower, upper = np.full(iks[0]._lower.size, -limit), np.full(iks[0]._upper.size, limit)
+        results = []
+        for k, ik in enumerate(iks):
+            ik.extra.stance.observe(flags)
+            held = jacobian[ik.extra.stance.pattern.rows] if k else None
+            priority = ik.extra.priority
+            centred = priority.centre(jacobian, corrected, weights, lower, upper, None, w0, carried, held)
+            results.append((centred, priority.state))
+            if priority.state != STATES[2]:  # y* as the plain formula gives it: J_s (w0 nu_1 + c)
+                rows = ik.extra.stance.pattern.rows
+                achieved = jacobian[rows] @ (w0 * priority._solution.nu + carried)
+                assert _bitwise_equal(centred[rows], achieved)
+        assert _bitwise_equal(results[0][0], results[1][0]) and results[0][1] == results[1][1]
+        assert _bitwise_equal(tasks[0][-1], tasks[1][-1])

@@ -86,8 +86,7 @@ class ExtraTerms:
             # per stance frame: has it position rows, orientation rows (StanceRows.rows, in this order)
             self._stance_parts = [(f in position, f in orientation) for f in self.stance.frames]
         self._held: dict[tuple[bool, ...], np.ndarray] = {}  # _held_of, per stance pattern
-        # _held_velocity's reads, per stance pattern: (frame id, the twist's part) of each frame in contact
-        self._twist_parts: dict[tuple[bool, ...], tuple[tuple[int, str], ...]] = {}
+        self._twist_parts: dict[tuple[bool, ...], tuple[tuple[int, str], ...]] = {}  # _twist_parts_of
         # the stance frames' placements at q_{k-1} (observe): their rows of the placement table (an array,
         # :mod:`.frame_placements`), else SE3 copies (a list) where pinocchio's layout is not the table's
         self._start_poses: np.ndarray | list | None = None
@@ -312,9 +311,8 @@ class ExtraTerms:
             ik.qp.daqp_only = True
         elif self.priority is not None:
             weights = ik.weights if weights is None else weights
-            centre = self.priority.centre(
-                jacobian, corrected, weights, ik._lower, ik._upper, self._others(), w0, carried
-            )
+            args = (jacobian, corrected, weights, ik._lower, ik._upper, self._others(), w0, carried)
+            centre = self.priority.centre(*args, self._held_jacobian)  # (the rows held, as gathered)
         stance.bounds(jacobian, centre, w0, carried, out=self._stance_block, held=self._held_jacobian)
 
     def _others(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -454,8 +452,7 @@ class ExtraTerms:
             v[6:] = mean[6:]
         else:
             q, v = ik.joint_positions + step, mean
-        model = robot.model
-        pin.forwardKinematics(model, data, q, v)
+        pin.forwardKinematics(model := robot.model, data, q, v)
         parts = self._twist_parts.get(self.stance.pattern.active) or self._twist_parts_of(self.stance.pattern)
         if len(parts) == 1:  # one frame in contact: its part itself (its twist kept alive while it is read)
             twist = _frame_velocity(model, data, parts[0][0], _LOCAL_WORLD_ALIGNED)
@@ -468,13 +465,9 @@ class ExtraTerms:
     def _twist_parts_of(self, pattern) -> tuple[tuple[int, str], ...]:
         """The frames in contact with the part of its twist each one's rows read (``vector``: linear and
         angular in one read), kept per pattern (:meth:`_held_velocity`)."""
-        parts = [
-            (fid, "vector" if pos and ori else "linear" if pos else "angular")
-            for on, fid, (pos, ori) in zip(pattern.active, self._stance_ids, self._stance_parts, strict=True)
-            if on and (pos or ori)
-        ]
-        self._twist_parts[pattern.active] = tuple(parts)
-        return self._twist_parts[pattern.active]
+        frames = zip(pattern.active, self._stance_ids, self._stance_parts, strict=True)
+        parts = ((i, "vector" if p and o else "linear" if p else "angular") for on, i, (p, o) in frames if on)
+        return self._twist_parts.setdefault(pattern.active, tuple(parts))
 
     def _predicted(self, kinematics, corrected, jacobian, predicted_mean, dt: float):
         """``v*`` with the held frames' rows shifted by the offset of the predicted step,

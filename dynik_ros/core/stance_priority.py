@@ -112,17 +112,23 @@ class StancePriority:
         others: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
         w0: float = 1.0,
         carried: np.ndarray | None = None,
+        held_jacobian: np.ndarray | None = None,
     ) -> np.ndarray:
         """``corrected`` (``v*`` of eq. 9, the whole stack) with the rows of the stance frames in contact
         replaced by ``y*`` of priority 1 under the joint rows ``lower``/``upper`` and the ``others`` dynamic
         rows; ``corrected`` itself where priority 1 has no usable solution (``state`` ``failed``). ``y*``
-        is the stance frames' velocity over the step's mean ``m = w0 nu + carried`` (:mod:`.stance_rows`)."""
+        is the stance frames' velocity over the step's mean ``m = w0 nu + carried`` (:mod:`.stance_rows`).
+        ``held_jacobian``: ``jacobian[pattern.rows]`` where the caller has it (read, not gathered again; with
+        every frame in contact it is the task's rows too)."""
         rows, pattern = self._rows, self.stance.pattern
         held = pattern.rows  # the rows of the frames in contact
+        if held_jacobian is None:
+            held_jacobian = jacobian[held]
         w = weights[rows]  # (a new array) frames out of contact take no part: np.where's values
         if len(held) != len(rows):
             w = np.where(pattern.mask, w, 0.0)
-        task, target = on_mean(jacobian[rows], corrected[rows], w0, carried)
+        stance_jacobian = held_jacobian if len(held) == len(rows) else jacobian[rows]  # (the same rows)
+        task, target = on_mean(stance_jacobian, corrected[rows], w0, carried)
         solution = self.qp.solve(task, target, w, lower, upper, dynamic=others)
         self._solution = solution
         self._solved = True
@@ -132,7 +138,7 @@ class StancePriority:
             return corrected
         centred = corrected.copy()
         mean = w0 * solution.nu if carried is None else w0 * solution.nu + carried
-        achieved = _dot(jacobian[held], mean)
+        achieved = _dot(held_jacobian, mean)
         # (np.abs(achieved - v*).max() <= tol entry by entry in floats: the same subtractions, False at NaN)
         met, tolerance = True, self.stance.tolerance
         for a, c in zip(achieved.tolist(), corrected[held].tolist(), strict=True):
