@@ -14,6 +14,7 @@ from dynik_ros.cli.fast_plot import (
     data_range,
     log_ticks,
     nice_ticks,
+    tick_label,
 )
 from dynik_ros.cli.retarget_plots import plot_errors, plot_joints
 
@@ -154,3 +155,31 @@ def test_the_three_plots_of_degenerate_series_are_written(tmp_path, samples):
     written = plot_joints(tmp_path, robot, result, 10.0) + [plot_errors(tmp_path, retargeter, result)]
     for path in written:
         assert Image.open(path).size[0] > 400
+
+
+@pytest.mark.parametrize("extreme", [1.7e308, -1.7e308, 1e300, 1e20])
+def test_extreme_finite_values_are_drawn_not_raised(tmp_path, extreme):
+    """A hostile take can put huge finite numbers in the errors (a pelvis 1e20 m off) or, at worst, near the
+    largest float: the ticks' span and decades must not overflow, and their labels stay short."""
+    n, samples = 3, 40
+    robot = SimpleNamespace(
+        name="toy", n_joints=n, floating_base=False, joint_names=["a", "b", "c"],
+        lower=-np.ones(n), upper=np.ones(n), velocity_limit=np.ones(n),
+    )  # fmt: skip
+    q, v = np.zeros((samples, n)), np.zeros((samples, n))
+    q[10, 0], v[12, 1] = extreme, extreme
+    full = np.full(samples, extreme)
+    result = SimpleNamespace(
+        times=np.arange(samples) / 100.0, q=q, v=v, mnte=np.abs(full),
+        orientation_error=np.stack([full] * 2, 1), angular_velocity_rmse=full, position_rmse=np.abs(full),
+        contacts=np.zeros((samples, 2), dtype=int),
+    )  # fmt: skip
+    retargeter = SimpleNamespace(
+        config=SimpleNamespace(name="toy"),
+        targets=SimpleNamespace(orientation_targets=[SimpleNamespace(frame=f"f{k}") for k in range(2)]),
+    )
+    written = plot_joints(tmp_path, robot, result, 10.0) + [plot_errors(tmp_path, retargeter, result)]
+    assert all(path.stat().st_size > 0 for path in written)
+    ticks, decimals = nice_ticks(*data_range(np.array([0.0, extreme])))
+    assert ticks.size >= 2 and np.isfinite(ticks).all()
+    assert max(len(tick_label(t, decimals)) for t in ticks) <= 9

@@ -46,7 +46,11 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> tuple[np.ndarray, int]:
     labels need."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return np.array([lo]) if math.isfinite(lo) else np.array([]), 0
-    power = 10.0 ** math.floor(math.log10((hi - lo) / max(1, count)))
+    span = hi - lo
+    if math.isfinite(span):
+        power = 10.0 ** math.floor(math.log10(span / max(1, count)))
+    else:  # (hi - lo overflows near the largest floats: its logarithm from the halves)
+        power = 10.0 ** math.floor(math.log10(hi / 2 - lo / 2) + math.log10(2 / max(1, count)))
     for step in (m * power for m in (1, 2, 2.5, 5, 10, 20)):  # the finest step giving <= count + 1 ticks
         first, last = math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9)
         if last - first + 1 <= count + 1:
@@ -59,14 +63,15 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> tuple[np.ndarray, int]:
 
 
 def tick_label(value: float, decimals: int) -> str:
-    """``value`` with ``decimals`` decimals, never "-0"."""
-    text = f"{value:.{decimals}f}"
+    """``value`` with ``decimals`` decimals, never "-0"; from a million up in three significant digits
+    (1e+20, not its twenty-one)."""
+    text = f"{value:.3g}" if abs(value) >= 1e6 else f"{value:.{decimals}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def log_ticks(lo: float, hi: float) -> list[float]:
     """Ticks of a log axis spanning 10^lo..10^hi: the decades, or 1-2-5 of each decade if few decades fit."""
-    decades = range(math.floor(lo), math.ceil(hi) + 1)
+    decades = range(max(math.floor(lo), -323), min(math.ceil(hi), 308) + 1)  # (10.0**309 overflows)
     for mantissas in ((1.0,), (1.0, 2.0, 5.0), tuple(float(m) for m in range(1, 10))):
         ticks = [
             m * 10.0**k for k in decades for m in mantissas if lo - 1e-9 <= math.log10(m) + k <= hi + 1e-9
