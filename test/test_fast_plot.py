@@ -130,29 +130,39 @@ def test_ticks_are_round_and_inside():
     assert data_range(np.array([np.nan])) == (0.0, 1.0)
 
 
+def _toy_plots(tmp_path, n: int, q, v, errors: dict, n_orientation: int, v_max: float = 1.0) -> list:
+    """The three plots of a toy fixed-base robot (``n`` joints, limits +-1, velocity limit ``v_max``) and a
+    result with ``q``, ``v`` and the error arrays ``errors``; the written paths."""
+    samples = len(q)
+    robot = SimpleNamespace(
+        name="toy", n_joints=n, floating_base=False, joint_names=[f"j{i}" for i in range(n)],
+        lower=-np.ones(n), upper=np.ones(n), velocity_limit=np.full(n, v_max),
+    )  # fmt: skip
+    result = SimpleNamespace(
+        times=np.arange(samples) / 100.0, q=q, v=v, contacts=np.zeros((samples, 2), dtype=int), **errors
+    )
+    retargeter = SimpleNamespace(
+        config=SimpleNamespace(name="toy"),
+        targets=SimpleNamespace(
+            orientation_targets=[SimpleNamespace(frame=f"f{k}") for k in range(n_orientation)]
+        ),
+    )
+    return plot_joints(tmp_path, robot, result, 10.0) + [plot_errors(tmp_path, retargeter, result)]
+
+
 @pytest.mark.parametrize("samples", [1, 2, 50])
 def test_the_three_plots_of_degenerate_series_are_written(tmp_path, samples):
     """One sample, a constant joint, a joint at its limit, NaN errors: no crash, the PNGs written."""
     n = 5
-    robot = SimpleNamespace(
-        name="toy", n_joints=n, floating_base=False, joint_names=[f"j{i}" for i in range(n)],
-        lower=-np.ones(n), upper=np.ones(n), velocity_limit=np.full(n, 2.0),
-    )  # fmt: skip
     times = np.arange(samples) / 100.0
     q = np.zeros((samples, n))
     q[:, 1] = 1.0  # at its upper limit all the time
     q[:, 2] = np.sin(times)
-    errors = np.full((samples, 3), np.nan)
-    result = SimpleNamespace(
-        times=times, q=q, v=np.zeros((samples, n)), mnte=np.zeros(samples), orientation_error=errors,
+    errors = dict(
+        mnte=np.zeros(samples), orientation_error=np.full((samples, 3), np.nan),
         angular_velocity_rmse=np.full(samples, np.nan), position_rmse=np.ones(samples),
-        contacts=np.zeros((samples, 2), dtype=int),
     )  # fmt: skip
-    retargeter = SimpleNamespace(
-        config=SimpleNamespace(name="toy"),
-        targets=SimpleNamespace(orientation_targets=[SimpleNamespace(frame=f"f{k}") for k in range(3)]),
-    )
-    written = plot_joints(tmp_path, robot, result, 10.0) + [plot_errors(tmp_path, retargeter, result)]
+    written = _toy_plots(tmp_path, n, q, np.zeros((samples, n)), errors, 3, v_max=2.0)
     for path in written:
         assert Image.open(path).size[0] > 400
 
@@ -162,23 +172,14 @@ def test_extreme_finite_values_are_drawn_not_raised(tmp_path, extreme):
     """A hostile take can put huge finite numbers in the errors (a pelvis 1e20 m off) or, at worst, near the
     largest float: the ticks' span and decades must not overflow, and their labels stay short."""
     n, samples = 3, 40
-    robot = SimpleNamespace(
-        name="toy", n_joints=n, floating_base=False, joint_names=["a", "b", "c"],
-        lower=-np.ones(n), upper=np.ones(n), velocity_limit=np.ones(n),
-    )  # fmt: skip
     q, v = np.zeros((samples, n)), np.zeros((samples, n))
     q[10, 0], v[12, 1] = extreme, extreme
     full = np.full(samples, extreme)
-    result = SimpleNamespace(
-        times=np.arange(samples) / 100.0, q=q, v=v, mnte=np.abs(full),
-        orientation_error=np.stack([full] * 2, 1), angular_velocity_rmse=full, position_rmse=np.abs(full),
-        contacts=np.zeros((samples, 2), dtype=int),
+    errors = dict(
+        mnte=np.abs(full), orientation_error=np.stack([full] * 2, 1), angular_velocity_rmse=full,
+        position_rmse=np.abs(full),
     )  # fmt: skip
-    retargeter = SimpleNamespace(
-        config=SimpleNamespace(name="toy"),
-        targets=SimpleNamespace(orientation_targets=[SimpleNamespace(frame=f"f{k}") for k in range(2)]),
-    )
-    written = plot_joints(tmp_path, robot, result, 10.0) + [plot_errors(tmp_path, retargeter, result)]
+    written = _toy_plots(tmp_path, n, q, v, errors, 2)
     assert all(path.stat().st_size > 0 for path in written)
     ticks, decimals = nice_ticks(*data_range(np.array([0.0, extreme])))
     assert ticks.size >= 2 and np.isfinite(ticks).all()

@@ -126,13 +126,17 @@ class FloorRows:
         """A copy views no ``pin.Data`` (a copied view is a snapshot): it makes its own on first use."""
         return {**self.__dict__, "_viewed": None, "_table": None, "_table_flat": None}
 
+    def _view(self, data: pin.Data) -> None:
+        """The views of ``data``'s placement table (:mod:`.frame_placements`), made once per ``data``."""
+        if data is not self._viewed:
+            self._viewed, self._table = data, placement_view(self.robot.model, data)
+            self._table_flat = flat_view(self._table)
+
     def _levers(self, data: pin.Data) -> tuple[np.ndarray, np.ndarray]:
         """Per point, its frame's origin and the lever from that origin to the point (world), from
         ``data``'s frame placements (one gather from their table, :mod:`.frame_placements`, once made for
         ``data``; else frame by frame)."""
-        if data is not self._viewed:
-            self._viewed, self._table = data, placement_view(self.robot.model, data)
-            self._table_flat = flat_view(self._table)
+        self._view(data)
         if self._table is not None:  # per point: its frame's rotation (row-major), translation
             flat = self._table_flat
             poses = flat[self._gather_flat] if flat is not None else self._table[self._gather]
@@ -149,8 +153,7 @@ class FloorRows:
         the flat table only the rotations' third rows and the origins' heights are read: the z of the
         levers' product is the same sum of the same three products (``test_floor_rows_fast``), and ``o + l``
         is ``l + o`` to the bit; ``- h`` is left out at ``h = 0`` (``x - 0.0`` is ``x``)."""
-        if data is not self._viewed:
-            self._levers(data)  # (makes the table's views for data)
+        self._view(data)
         flat = self._table_flat
         if flat is None:
             origins, levers = self._levers(data)
@@ -177,8 +180,7 @@ class FloorRows:
         """``J_z`` and ``b`` of this step from ``data`` at the linearisation point (its joint Jacobians and
         frame placements: the predicted configuration, or ``q_{k-1}`` with ``predicted_mean`` zero) and the
         IK's stacked ``jacobian`` there (used where the targets allow, see the class docstring)."""
-        if data is not self._viewed:
-            self._levers(data)  # (makes the table's views for data)
+        self._view(data)
         flat = self._table_flat
         if flat is not None:  # _levers' gather and product, inline: per point its pose, then its lever
             poses = flat[self._gather_flat]
@@ -248,9 +250,8 @@ class FloorRows:
             return out
         bound = self._bound if mode == "hard" else np.minimum(self._bound, 0.0)
         np.multiply(w0, self._jacobian, out=a)
-        np.subtract(
-            bound, _dot(self._jacobian, carried), out=lower
-        )  # (np.dot's own C function: @'s BLAS call)
+        # (np.dot's own C function: @'s BLAS call)
+        np.subtract(bound, _dot(self._jacobian, carried), out=lower)
         upper[:] = np.inf
         return out
 
