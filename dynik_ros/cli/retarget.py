@@ -354,8 +354,14 @@ def main(argv: list[str] | None = None) -> int:
     motion = time_scaled(motion, args.time_scale)
     if args.time_scale != 1.0:  # the same footfalls: contact speeds and blend times follow the clock
         retargeter.time_scale_contact(args.time_scale)
+    period = 0.0  # the take's own IK step where the IK steps at another rate (core/step_gain.py)
     if args.ik_rate is not None:
-        motion = at_rate(motion, args.ik_rate)
+        stepped = at_rate(motion, args.ik_rate)
+        if stepped is not motion:
+            from dynik_ros.retarget.offline_run import full_rate_step
+
+            period = full_rate_step(motion.times)
+        motion = stepped
 
     args.out.mkdir(parents=True, exist_ok=True)
     bag_path = args.out / "bag"
@@ -366,6 +372,10 @@ def main(argv: list[str] | None = None) -> int:
     from dynik_ros.retarget.ik_steps import at_samples
 
     ik_config = ik_config_of(args)
+    if period:  # per-step gains and the robot anchor kept in seconds (core/step_gain.py, robot_anchor.py)
+        from dataclasses import replace
+
+        ik_config = replace(ik_config, sample_period=period)
     start = time.perf_counter()
     retargeter.reset()
     try:

@@ -120,6 +120,7 @@ class DynamicalIKConfig:
     stance_frames: tuple[str, ...] = ()  # targets imposed as rows while in contact (core/stance_rows.py)
     stance_priority: bool = True  # those rows centred on priority 1's y* (core/stance_priority.py), or on v*
     floor: FloorConfig = field(default_factory=FloorConfig)  # sole points kept above it (core/floor_rows.py)
+    sample_period: float = 0.0  # s, the step per-step gains are tuned at (0: every step; core/step_gain.py)
 
     def __post_init__(self) -> None:
         for name, allowed in (
@@ -142,6 +143,8 @@ class DynamicalIKConfig:
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be positive and finite, got {value}")
+        if not (np.isfinite(self.sample_period) and self.sample_period >= 0):
+            raise ValueError(f"sample_period must be finite and >= 0, got {self.sample_period}")
 
 
 @dataclass
@@ -373,6 +376,11 @@ class DynamicalIK(StepIntegration, JointVelocityBounds):
         self._reference = transform_measurements(old, change)
         for nu in (self.nu, *self._past_nu):  # world-frame base twist (eq. 14): turned, in place
             nu[:3], nu[3:6] = rotation @ nu[:3], rotation @ nu[3:6]
+
+    def replace_reference(self, measurements: Measurements) -> None:
+        """The last step's targets as changed after it (a hold moved, :mod:`dynik_ros.retarget.offline_run`):
+        what the next step's residual compares ``q_{k-1}`` with (``residual_timing`` consistent)."""
+        self._reference = measurements
 
     _STATE = ("base_position", "base_rotation", "joint_positions", "nu", "_past_nu", "_past_dt",
               "_weights_key", "_predictor", "_corrector", "_reference")  # fmt: skip

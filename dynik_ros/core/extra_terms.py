@@ -52,7 +52,8 @@ class ExtraTerms:
         self._support_rows = self.balance.n_rows if self.balance is not None else 0
         self.dynamic_rows = self._support_rows + (self.loops.n_rows if self.loops is not None else 0)
         self.dynamic_rows += self.stance.n_rows if self.stance is not None else 0
-        self.floor = FloorRows(robot, config.floor, ik.targets) if config.floor.enabled else None
+        floor, period = config.floor, config.sample_period  # (the floor's gamma per step: core/step_gain.py)
+        self.floor = FloorRows(robot, floor, ik.targets, period) if floor.enabled else None
         self.dynamic_rows += self.floor.n_rows if self.floor is not None else 0
         # index of the stance rows' block among the dynamic rows: after the support and loop rows, before the
         # floor rows

@@ -9,10 +9,11 @@ the floor ``h`` must end the step with
     d_k >= (1 - gamma) d_{k-1}          (0 < gamma <= 1)
 
 a discrete-time barrier: a point on or above the floor stays on or above it, a point under it comes back by
-``gamma`` of its depth per step. Linearised where the step is predicted to end, like the loop rows
-(:mod:`.loop_closure`): with ``m = w_0 nu_k + c`` the step's mean velocity (the integration rule's weights,
-:mod:`.step_integration`) and ``d_pred`` the height at the predicted configuration ``q_{k-1} + dt m_pred``,
-``d_k ~ d_pred + dt J_z (m - m_pred)``, so the rows are
+``gamma`` of its depth per step (per step of the take as given: a step covering ``n`` of them,
+``sample_period``, uses ``1 - (1 - gamma)^n``, :mod:`.step_gain`). Linearised where the step is predicted to
+end, like the loop rows (:mod:`.loop_closure`): with ``m = w_0 nu_k + c`` the step's mean velocity (the
+integration rule's weights, :mod:`.step_integration`) and ``d_pred`` the height at the predicted
+configuration ``q_{k-1} + dt m_pred``, ``d_k ~ d_pred + dt J_z (m - m_pred)``, so the rows are
 
     w_0 J_z nu_k >= ((1 - gamma) d_{k-1} - d_pred) / dt + J_z (m_pred - c) =: b - J_z c
 
@@ -47,6 +48,7 @@ from dynik_ros.core.frame_placements import flat_view, placement_view, pose_indi
 from dynik_ros.core.small_arrays import dot as _dot
 from dynik_ros.core.small_arrays import einsum
 from dynik_ros.core.sole import sole_polygon
+from dynik_ros.core.step_gain import per_step_gain
 
 MODES = ("hard", "softened", "dropped")  # StepInfo.floor: the rows as posed, softened, left out this step
 MISS = 1e-4  # m/s, rad/s: a solution outside a row by more than this did not meet it
@@ -82,9 +84,10 @@ class FloorRows:
     orientation target, ``J_z`` comes from the rows of the IK's stacked Jacobian (eq. 3) of those targets;
     otherwise from pinocchio."""
 
-    def __init__(self, robot, config: FloorConfig, targets=None):
+    def __init__(self, robot, config: FloorConfig, targets=None, sample_period: float = 0.0):
         self.robot = robot
         self.config = config
+        self.sample_period = sample_period  # s, the step gamma is per (0: every step; core/step_gain.py)
         frames = sorted({frame for frame, _ in config.points})
         self._frame_ids = [robot.frame_id(f) for f in frames]
         self._point_frame = np.array([frames.index(frame) for frame, _ in config.points], dtype=int)
@@ -215,7 +218,10 @@ class FloorRows:
         bound = np.add(origin_z, levers[:, 2], out=self._bound)
         if self.config.height != 0.0:
             bound -= self.config.height
-        np.subtract(np.multiply(1.0 - self.config.gain, self.previous, out=self._kept), bound, out=bound)
+        gain = self.config.gain
+        if self.sample_period > 0.0:  # a step over several of the take's steps (core/step_gain.py)
+            gain = per_step_gain(gain, dt / self.sample_period)
+        np.subtract(np.multiply(1.0 - gain, self.previous, out=self._kept), bound, out=bound)
         bound /= dt
         bound += _dot(jacobian_z, predicted_mean)
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pinocchio as pin
 
 from dynik_ros.core.dynamical_ik import DynamicalIK
 from dynik_ros.core.targets import Measurements, plainly_valid_all
@@ -20,6 +21,15 @@ from dynik_ros.retarget.trajectory_errors import TrajectoryErrors, trajectory_er
 # Longest IK step of :meth:`Retargeter.run` (s): the closed loop (gains K = 10 /s) drifts at 15 Hz and
 # breaks at 10 Hz (a 30 Hz capture played 3x slower), so sparser samples are reached in smaller steps.
 MAX_IK_STEP = 0.02
+
+
+def full_rate_step(times: np.ndarray, max_step: float = MAX_IK_STEP) -> float:
+    """The IK step of a take stepped at its own rate (s): its median sample interval, split as
+    :meth:`OfflineRun.run` splits one longer than ``max_step``; the ``DynamicalIKConfig.sample_period`` of
+    the same take stepped at a fraction of its rate (``dynik-retarget --ik-rate``, :mod:`dynik_ros.core.
+    step_gain`)."""
+    interval = float(np.median(np.diff(np.asarray(times, dtype=float))))
+    return interval / max(1, math.ceil(interval / max_step - 1e-9))
 
 
 @dataclass
@@ -136,16 +146,29 @@ class OfflineRun:
                 )
         if settle > 0 and n:
             self.settle(ik, measurements[0], settle)
+        period = ik.config.sample_period  # > 0: the take stepped at a fraction of its rate (--ik-rate)
         for k in range(n):
             start = time.perf_counter()
-            if replay is not None and k:
-                measurements[k], checked[k] = replay.checked_measurement(
-                    k, measurements[k], robot, frames, ik.q, trusted, tolerance
-                )
             steps = max(1, math.ceil(float(dts[k]) / max_step - 1e-9)) if k else 1
+            again = None  # (snapshot, sample k's measurement, q_{k-1}): a hold may move (robot_anchor.py)
+            if replay is not None and k:
+                q_start = ik.q
+                if 0.0 < period < dts[k] and steps == 1 and replay.may_anchor(k):
+                    again = replay.snapshot(k), measurements[k], q_start
+                measurements[k], checked[k] = replay.checked_measurement(
+                    k, measurements[k], robot, frames, q_start, trusted, tolerance
+                )
             for j in range(1, steps):  # a sparse take (30 Hz played 3x slower): smaller IK steps between
                 ik.step(between(measurements[k - 1], measurements[k], j / steps), float(dts[k]) / steps)
             q, v = ik.step(measurements[k], float(dts[k]) / steps, checked=bool(checked[k]))
+            if again is not None and replay.anchored_since(again[0]):
+                # the hold read one sample period before t_k, as at the full rate (robot_anchor.py)
+                replay.restore(again[0], k)
+                at = pin.interpolate(robot.model, again[2], q, 1.0 - period / float(dts[k]))
+                measurements[k], checked[k] = replay.checked_measurement(
+                    k, again[1], robot, frames, at, trusted, tolerance
+                )
+                ik.replace_reference(measurements[k])
             solve[k] = time.perf_counter() - start
             q_out[k], v_out[k], nu_out[k] = q, v, ik.nu
             solved[k] = ik.info.solved
