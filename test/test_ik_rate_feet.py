@@ -108,3 +108,42 @@ def test_ik_rate_at_the_take_rate_writes_the_same_trajectory_bit_for_bit(tmp_pat
     _, same = _feet(tmp_path, "g1", "--ik-rate", "120")
     for name in ("q", "v", "nu", "contacts", "mnte"):
         np.testing.assert_array_equal(plain[name], same[name])
+
+
+def test_a_sample_replayed_again_after_restore_is_as_if_replayed_once_with_that_configuration():
+    """:meth:`RobotAnchoredFeet.snapshot` / :meth:`restore` (the hold read later along a longer step):
+    replaying an anchoring sample with one configuration, restoring and replaying it with another leaves the
+    rules, the sample's rows and the moved holds' log as one replay with the second, and the samples after."""
+    from dynik_ros.io.motion_files import read_motion_file
+
+    rt = Retargeter.from_config("talos")
+    _, measurements, _, _ = rt.step_measurements(read_motion_file(EXCERPT))
+    replay, frames = rt.robot_anchor, [f.frame for f in rt.config.feet]
+    q_a = rt.initial_configuration()
+    q_b = q_a.copy()
+    q_b[0] += 0.03  # the base 3 cm further: every sole read there is 3 cm further
+
+    def replayed(k_moved: int | None) -> tuple[list, list]:
+        replay.start()
+        out = []
+        for k in range(len(measurements)):
+            snap = replay.snapshot(k) if k == k_moved else None
+            m = replay.measurement(k, measurements[k], rt.robot, frames, q_b if snap else q_a)
+            if snap is not None:
+                assert replay.anchored_since(snap)
+                replay.restore(snap, k)
+                m = replay.measurement(k, measurements[k], rt.robot, frames, q_a)
+            out.append(m)
+        return out, list(replay.contact.reanchors)
+
+    plain, log = replayed(None)
+    anchoring = [
+        k for k in range(1, len(measurements)) if replay.flat[k].any() and not replay.flat[k - 1].any()
+    ]
+    assert anchoring and log
+    again, log_again = replayed(anchoring[0])
+    assert log_again == log
+    for m, n in zip(plain, again, strict=True):
+        np.testing.assert_array_equal(m.positions, n.positions)
+        np.testing.assert_array_equal(m.rotations, n.rotations)
+        np.testing.assert_array_equal(m.linear_velocities, n.linear_velocities)

@@ -156,10 +156,15 @@ class RobotAnchoredFeet:
 
     def snapshot(self, k: int) -> tuple:
         """What replaying sample ``k`` changes (the rules' state, sample ``k``'s rows and flags), to replay it
-        again from there with another configuration (:meth:`restore`, module docstring)."""
+        again from there with another configuration (:meth:`restore`, module docstring). The rules' settings
+        and the feet are not copied (the rules only read them), nor the moved holds' log (cut back instead):
+        0.14 ms a copy instead of 0.57."""
+        c = self.contact
+        shared = (c.feet, c.spec, c.rules, c.sensor_links, c.clearance, c.soles, c.lean_bounds, c.reanchors)
+        contact = deepcopy(c, {id(x): x for x in shared})
         rows = tuple(w[k].copy() for w in self._work)
         flags = (self.flags[k].copy(), self.flat[k].copy(), self.on_toe[k].copy())
-        return deepcopy(self.contact), rows, flags, len(self.contact.reanchors), self._q_at_sample
+        return contact, rows, flags, len(c.reanchors), self._q_at_sample
 
     def anchored_since(self, snapshot: tuple) -> bool:
         """Whether a hold moved onto the robot's sole since ``snapshot``."""
@@ -167,7 +172,9 @@ class RobotAnchoredFeet:
 
     def restore(self, snapshot: tuple, k: int) -> None:
         """Back to ``snapshot`` of sample ``k``, to replay it again."""
-        contact, rows, flags, _, self._q_at_sample = snapshot
+        contact, rows, flags, logged, self._q_at_sample = snapshot
+        while len(contact.reanchors) > logged:  # (the log the copy shares)
+            contact.reanchors.pop()
         self.contact = contact
         for work, row in zip(self._work, rows, strict=True):
             work[k] = row
