@@ -101,6 +101,23 @@ class TemplateMessage:
     def bytes(self) -> bytes:
         return bytes(self.buf)
 
+    def _take(self, stamps_ns: np.ndarray, blocks: Sequence[tuple[int, np.ndarray]]) -> np.ndarray:
+        """Many samples at once: ``(N, size)`` bytes whose row ``k`` is the template with stamp
+        ``stamps_ns[k]`` and each ``(at, values)`` block's row ``k`` written at buffer index ``at`` (a
+        whole take's bag in whole-array copies, not a ``serialize`` call per sample)."""
+        stamps = np.asarray(stamps_ns, dtype=np.int64)
+        n = len(stamps)
+        out = np.tile(np.frombuffer(self.buf, dtype=np.uint8), (n, 1))
+        sec, nanosec = np.divmod(stamps, NS)
+        if n and not (-(2**31) <= sec.min() and sec.max() < 2**31):
+            raise struct.error("'i' format requires -2147483648 <= number <= 2147483647")  # as pack_into
+        out[:, self._stamp : self._stamp + 4] = sec.astype("<i4").view(np.uint8).reshape(n, 4)
+        out[:, self._stamp + 4 : self._stamp + 8] = nanosec.astype("<u4").view(np.uint8).reshape(n, 4)
+        for at, values in blocks:
+            floats = np.ascontiguousarray(np.asarray(values, dtype=np.float64).reshape(n, -1), dtype="<f8")
+            out[:, at : at + 8 * floats.shape[1]] = floats.view(np.uint8)
+        return out
+
 
 class JointStateWriter(TemplateMessage):
     """``sensor_msgs/JointState``: fixed frame and names; positions, optional velocities and efforts."""
@@ -137,6 +154,12 @@ class JointStateWriter(TemplateMessage):
         if efforts is not None:
             self.efforts[:] = efforts
         return self.bytes()
+
+    def serialize_take(
+        self, stamps_ns: np.ndarray, positions: np.ndarray, velocities: np.ndarray
+    ) -> np.ndarray:
+        """Row ``k``: ``serialize(stamps_ns[k], positions[k], velocities[k])`` (no efforts), ``(N, size)``."""
+        return self._take(stamps_ns, [(self._pos, positions), (self._vel, velocities)])
 
 
 class WrenchStampedWriter(TemplateMessage):
@@ -184,6 +207,11 @@ class OdometryWriter(TemplateMessage):
         self.pose[:3], self.pose[3:] = position, quaternion_xyzw
         self.twist[:3], self.twist[3:] = linear, angular
         return self.bytes()
+
+    def serialize_take(self, stamps_ns: np.ndarray, pose: np.ndarray, twist: np.ndarray) -> np.ndarray:
+        """Row ``k``: ``serialize`` of ``stamps_ns[k]``, ``pose[k]`` (position, quaternion x y z w) and
+        ``twist[k]`` (linear, angular), ``(N, size)``."""
+        return self._take(stamps_ns, [(self._pose, pose), (self._twist, twist)])
 
 
 class TFMessageWriter(TemplateMessage):
