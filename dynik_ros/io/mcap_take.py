@@ -99,8 +99,8 @@ def write_take_bag(
         parts += [np.broadcast_to(head, (n, 15)), times, times, payloads]
         sizes.append(31 + size)
     stream = np.concatenate(parts, axis=1).reshape(-1)
-    starts = np.concatenate(([0], np.cumsum(np.tile(sizes, n)))).tolist()  # message m's offset in stream
-    stamp_list = stamps.tolist()
+    total = n * count
+    starts = np.concatenate(([0], np.cumsum(np.tile(sizes, n))))  # message m's offset in the stream
 
     schemas: dict[str, int] = {}
     prefixes = []  # the schema (a type's first topic) and channel records written before its first message
@@ -111,43 +111,47 @@ def write_take_bag(
             prefix += _schema(schemas[msgtype], msgtype)
         prefix += _channel(channel, schemas[msgtype], topic)
         prefixes.append(prefix)
+    # bytes written up to the end of message m, prefixes included (topic t's first message is message t)
+    before = np.zeros(total, dtype=np.int64)  # prefix bytes written just before message m
+    before[:count] = [len(p) for p in prefixes]
+    written = starts[1:] + np.cumsum(before)
+    message_at = written - starts[1:] + starts[:-1]  # where message m starts, prefixes included
 
     file = bytearray(MAGIC + _record(0x01, _string("ros2") + _string(library)))
-    chunk_indexes, seen, m, total = [], [False] * count, 0, n * count
+    chunk_indexes, m = [], 0
     while m < total:  # a chunk: closed after the message that takes it past CHUNK_SIZE (rosbags' rule)
-        pieces, size, mark = [], 0, m  # size: bytes in pieces; mark: first message not in pieces
-        index: dict[int, list[tuple[int, int]]] = {}  # channel: (log time, offset in the chunk)
-        while m < total:
-            t = m % count
-            if not seen[t]:
-                seen[t] = True
-                pieces += [stream[starts[mark] : starts[m]].tobytes(), prefixes[t]]
-                size += starts[m] - starts[mark] + len(prefixes[t])
-                mark = m
-            index.setdefault(t + 1, []).append((stamp_list[m // count], size + starts[m] - starts[mark]))
-            m += 1
-            if size + starts[m] - starts[mark] > CHUNK_SIZE:
-                break
-        pieces.append(stream[starts[mark] : starts[m]].tobytes())
+        base = int(written[m - 1]) if m else 0
+        end = min(int(np.searchsorted(written, base + CHUNK_SIZE, side="right")), total - 1) + 1
+        pieces, mark = [], m
+        for t in range(m, min(end, count)):  # the prefixes of the topics first written in this chunk
+            pieces += [stream[starts[mark] : starts[t]].tobytes(), prefixes[t]]
+            mark = t
+        pieces.append(stream[starts[mark] : starts[end]].tobytes())
         body = b"".join(pieces)
-        begin = min(min(x for x, _ in entries) for entries in index.values())
-        end = max(max(x for x, _ in entries) for entries in index.values())
+        index = {}  # channel: its messages' (log time, offset in the chunk), channels in first-message order
+        for first in range(m, min(end, m + count)):
+            ms = np.arange(first, end, count)
+            pairs = np.empty((len(ms), 2), dtype="<u8")
+            pairs[:, 0], pairs[:, 1] = stamps[ms // count], message_at[ms] - base
+            index[first % count + 1] = pairs
+        chunk_stamps = stamps[m // count : (end - 1) // count + 1]
+        begin, last = int(chunk_stamps.min()), int(chunk_stamps.max())
         chunk_start = len(file)
-        file += _record(0x06, struct.pack("<QQQI", begin, end, len(body), 0) + _string("")
+        file += _record(0x06, struct.pack("<QQQI", begin, last, len(body), 0) + _string("")
                         + struct.pack("<Q", len(body)) + body)  # fmt: skip
         chunk_end = len(file)
         offsets = []
-        for channel, entries in index.items():
+        for channel, pairs in index.items():
             offsets.append((channel, len(file)))
-            pairs = np.array(entries, dtype="<u8").tobytes()
-            file += _record(0x07, struct.pack("<HI", channel, len(pairs)) + pairs)
+            file += _record(0x07, struct.pack("<HI", channel, pairs.nbytes) + pairs.tobytes())
         chunk_indexes.append(
-            struct.pack("<QQQQI", begin, end, chunk_start, chunk_end - chunk_start, 10 * len(offsets))
+            struct.pack("<QQQQI", begin, last, chunk_start, chunk_end - chunk_start, 10 * len(offsets))
             + b"".join(struct.pack("<HQ", channel, at) for channel, at in offsets)
             + struct.pack("<Q", len(file) - chunk_end)
             + _string("")
             + struct.pack("<QQ", len(body), len(body))
         )
+        m = end
     return _close(path, file, topics, stamps, schemas, chunk_indexes)
 
 
