@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from dynik_ros.io.human_motion import HumanMotion
-from dynik_ros.io.quantiles import median, percentile
 from dynik_ros.retarget.foot_figures import foot_figures, frame_poses, toe_flags
 from dynik_ros.retarget.runaway import runaway
 from dynik_ros.retarget.smoothness import smoothness
@@ -87,7 +86,7 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         "mnte_mean": float(result.mnte.mean()),
         "mnte_upper_body_mean": float(per_target[:, ~legs].mean()) if (~legs).any() else float("nan"),
         "mnte_legs_mean": float(per_target[:, legs].mean()) if legs.any() else float("nan"),
-        "mnte_p95": float(percentile(result.mnte, 95)),
+        "mnte_p95": float(np.percentile(result.mnte, 95)),
         "angular_velocity_rmse": float(result.angular_velocity_rmse.mean()),
         "position_rmse": float(np.sqrt(np.mean(distance**2, axis=1) / 3.0).mean()) if pos_frames else 0.0,
         "base_error_max": float(base_errors.max()) if base_errors is not None else float("nan"),
@@ -97,8 +96,8 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
         "peak_velocity_ratio": float(ratio.max()) if ratio.size else 0.0,
         "speed_breaches": float(speed_breaches),
         "samples_at_velocity_limit": at_speed_limit,
-        "step_p50_ms": float(percentile(ms, 50)),
-        "step_p99_ms": float(percentile(ms, 99)),
+        "step_p50_ms": float(np.percentile(ms, 50)),
+        "step_p99_ms": float(np.percentile(ms, 99)),
         "qp_failures": float((~result.solved).sum()),
         "elapsed_s": elapsed,
     }
@@ -172,7 +171,7 @@ def summarize(retargeter: Any, result: Any, motion: HumanMotion, settle: float, 
     if retargeter.config.contact.anchor == "robot":  # retarget/robot_anchor.py
         shifts = np.array(result.anchor_shifts, dtype=float).reshape(-1, 4)
         moved = (
-            f"{len(shifts)} contacts; moved median / max {1e3 * median(shifts[:, 2]):.1f} / "
+            f"{len(shifts)} contacts; moved median / max {1e3 * np.median(shifts[:, 2]):.1f} / "
             f"{1e3 * shifts[:, 2].max():.1f} mm, turned max "
             f"{math.degrees(np.abs(shifts[:, 3]).max()):.1f} deg"
             if len(shifts)

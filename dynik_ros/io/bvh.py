@@ -45,7 +45,6 @@ import numpy as np
 
 from dynik_ros.io.exact_products import identity_times, turned_matrices, turned_vectors
 from dynik_ros.io.human_motion import HumanMotion, Pose, savgol, smoothed_twists  # noqa: F401 - re-exported
-from dynik_ros.io.quantiles import median
 from dynik_ros.io.skeleton_map import (
     XSENS_PARENT,
     SkeletonMap,
@@ -582,7 +581,7 @@ def write_bvh(
 
     emit("Pelvis", 0)
     times = np.asarray(motion.times, dtype=float)
-    frame_time = float(median(np.diff(times))) if n > 1 else 1.0 / 60.0
+    frame_time = float(np.median(np.diff(times))) if n > 1 else 1.0 / 60.0
     out += ["MOTION", f"Frames: {n}", f"Frame Time: {frame_time:.9f}"]
     table = np.concatenate(columns, axis=1)
     out += [" ".join(f"{v:.6f}" for v in row) for row in table]

@@ -31,7 +31,6 @@ import numpy as np
 
 from dynik_ros.core.quaternion import rotation_from_quaternion
 from dynik_ros.core.so3 import determinant
-from dynik_ros.io.quantiles import median, percentile
 
 LEG_OVER_STATURE = 0.4836  # hip -> knee -> ankle of Human66 (models.anthropometry), per stature
 ANKLE_OVER_STATURE = 0.0384  # ankle (Foot origin) above the sole
@@ -153,7 +152,7 @@ def leg_stature(positions: np.ndarray, links: list[str]) -> float | None:
         )
     if not lengths:
         return None
-    return float(median(np.concatenate(lengths))) / LEG_OVER_STATURE
+    return float(np.median(np.concatenate(lengths))) / LEG_OVER_STATURE
 
 
 def floor_height(positions: np.ndarray, links: list[str], stature: float) -> float | None:
@@ -168,7 +167,7 @@ def floor_height(positions: np.ndarray, links: list[str], stature: float) -> flo
     if not soles:
         return None
     lowest = np.min(np.stack(soles), axis=0)
-    return float(percentile(lowest, 2.0))
+    return float(np.percentile(lowest, 2.0))
 
 
 def check_motion(motion: Any, name: str, floor: str = "apply") -> Any:
@@ -210,7 +209,7 @@ def check_motion(motion: Any, name: str, floor: str = "apply") -> Any:
         level = floor_height(motion.positions, links, stature)
         if level is not None and abs(level) > FLOOR_TOLERANCE:
             pelvis = _index(links, "Pelvis")
-            pz = float(median(motion.positions[:, pelvis, 2])) if pelvis is not None else float("nan")
+            pz = float(np.median(motion.positions[:, pelvis, 2])) if pelvis is not None else float("nan")
             text = (
                 f"{name}: the feet put the floor at z = {level:+.3f} m (pelvis median z {pz:.3f} m, stature "
                 f"{stature:.2f} m from the legs)"

@@ -17,8 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from dynik_ros.io.quantiles import median
-
 Pose = tuple[np.ndarray, np.ndarray]
 
 
@@ -291,7 +289,7 @@ def smoothed_twists(
     """World linear and angular velocities ``(N, L, 3)``: Savitzky-Golay (cubic) derivative of the
     positions; ``log(R_{k+1} R_{k-1}^T) / (t_{k+1} - t_{k-1})`` smoothed by the same window."""
     n = len(times)
-    dt = float(median(np.diff(times))) if n > 1 else 1.0
+    dt = float(np.median(np.diff(times))) if n > 1 else 1.0
     length = max(5, int(round(window / dt)) | 1)
     if n < length:
         return finite_difference_twists(times, positions, rotations)

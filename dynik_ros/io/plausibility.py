@@ -36,7 +36,6 @@ import math
 import numpy as np
 
 from dynik_ros.core.so3 import exp_so3
-from dynik_ros.io.quantiles import median
 
 POSITION, SPEED, JUMP = "implausible_position", "implausible_speed", "implausible_jump"
 RETURNED = "returned"  # accepted: the stream came back from an excursion (see the module docstring)
@@ -159,14 +158,14 @@ class PlausibilityGuard:
             return False
         if r0.size and w0 is not None and w1 is not None and w0.shape == w1.shape == (len(r0), 3):
             off = _angles(r1, exp_so3(0.5 * elapsed * (w0 + w1)) @ r0)
-            if float(median(off)) > 0.2 + 50.0 * elapsed * elapsed:
+            if float(np.median(off)) > 0.2 + 50.0 * elapsed * elapsed:
                 return False
         if p0.size:
             known = [v for v in (before_linear, linear_velocities) if v is not None and v.shape == p1.shape]
             velocity = sum(known) / len(known) if known else np.zeros_like(p1)
             predicted = p0 + elapsed * velocity
             miss = np.sqrt(np.einsum("ij,ij->i", p1 - predicted, p1 - predicted))
-            if float(median(miss)) > 0.1 + 25.0 * elapsed * elapsed:
+            if float(np.median(miss)) > 0.1 + 25.0 * elapsed * elapsed:
                 return False
         return True
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from dynik_ros.io.quantiles import median, percentile
 from dynik_ros.models.human import XSENS_PARENT, XSENS_SEGMENTS
 
 Pose = tuple[np.ndarray, np.ndarray]
@@ -47,7 +46,7 @@ def segment_offsets(motion) -> dict[str, np.ndarray]:
         if child in index and parent in index:
             relative = positions[:, index[child]] - positions[:, index[parent]]
             local = np.einsum("nji,nj->ni", rotations[:, index[parent]], relative)
-            offsets[child] = median(local, axis=0)
+            offsets[child] = np.median(local, axis=0)
     return offsets
 
 
@@ -73,7 +72,7 @@ def skeleton_tpose(motion, min_samples: int = 1) -> dict[str, Pose]:
         if segment != "Pelvis":
             positions[segment] = positions[XSENS_PARENT[segment]] + offsets[segment]
     heights = np.asarray(motion.positions, dtype=float)[:, [links.index(f) for f in FEET], 2]
-    standing = percentile(heights, LOWEST_PERCENTILE, axis=0)  # each ankle's height over the floor
+    standing = np.percentile(heights, LOWEST_PERCENTILE, axis=0)  # each ankle's height over the floor
     # the pelvis height that puts the feet, on average, at their own standing heights
     lift = float(np.mean(standing - np.array([positions[f][2] for f in FEET])))
     return {s: (p + np.array([0.0, 0.0, lift]), np.eye(3)) for s, p in positions.items()}

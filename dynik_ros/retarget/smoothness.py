@@ -18,8 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dynik_ros.io.quantiles import median, percentile
-
 CHATTER_THRESHOLD = 100.0  # rad/s^2: |a| on both sides of a sign flip counted as chatter
 
 
@@ -79,8 +77,8 @@ def smoothness(positions: np.ndarray, times: np.ndarray, threshold: float = CHAT
     flags = chatter_flags(second_differences(positions, times), threshold)
     chatter = flags.mean(axis=0) if len(flags) else np.zeros(joints)
     return Smoothness(
-        median=median(a, axis=0),
-        p99=percentile(a, 99, axis=0),
+        median=np.median(a, axis=0),
+        p99=np.percentile(a, 99, axis=0),
         max=a.max(axis=0),
         chatter=chatter,
         threshold=threshold,
