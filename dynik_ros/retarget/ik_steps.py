@@ -26,12 +26,18 @@ from dynik_ros.core.so3 import exp_so3, orientation_log_residual_world
 from dynik_ros.core.targets import Measurements
 
 
+def steps_over(dt: float, max_step: float) -> int:
+    """How many equal IK steps reach a sample ``dt`` seconds after the previous one: ``ceil(dt / max_step)``,
+    at least one (``1e-9`` below it: an interval of exactly ``m`` steps is not split into ``m + 1``)."""
+    return max(1, math.ceil(float(dt) / max_step - 1e-9))
+
+
 def step_grid(times: np.ndarray, max_step: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(grid, index, left, fraction)``: the IK step times ``(M,)``, where the samples are in it ``(N,)``,
     and for each grid time the sample before it ``(M,)`` and how far it is towards the next one (0..1)."""
     times = np.asarray(times, dtype=float)
     n = len(times)
-    steps = [1] + [max(1, math.ceil(float(dt) / max_step - 1e-9)) for dt in np.diff(times)]
+    steps = [1] + [steps_over(dt, max_step) for dt in np.diff(times)]
     left, fraction = [0], [0.0]
     for k in range(1, n):
         for j in range(1, steps[k] + 1):

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ import pinocchio as pin
 
 from dynik_ros.core.dynamical_ik import DynamicalIK
 from dynik_ros.core.targets import Measurements, plainly_valid_all
-from dynik_ros.retarget.ik_steps import at_samples, between
+from dynik_ros.retarget.ik_steps import at_samples, between, steps_over
 from dynik_ros.retarget.trajectory_errors import TrajectoryErrors, trajectory_errors
 
 # Longest IK step of :meth:`Retargeter.run` (s): the closed loop (gains K = 10 /s) drifts at 15 Hz and
@@ -29,7 +28,7 @@ def full_rate_step(times: np.ndarray, max_step: float = MAX_IK_STEP) -> float:
     the same take stepped at a fraction of its rate (``dynik-retarget --ik-rate``, :mod:`dynik_ros.core.
     step_gain`)."""
     interval = float(np.median(np.diff(np.asarray(times, dtype=float))))
-    return interval / max(1, math.ceil(interval / max_step - 1e-9))
+    return interval / steps_over(interval, max_step)
 
 
 @dataclass
@@ -149,7 +148,7 @@ class OfflineRun:
         period = ik.config.sample_period  # > 0: the take stepped at a fraction of its rate (--ik-rate)
         for k in range(n):
             start = time.perf_counter()
-            steps = max(1, math.ceil(float(dts[k]) / max_step - 1e-9)) if k else 1
+            steps = steps_over(dts[k], max_step) if k else 1
             again = None  # (snapshot, sample k's measurement, q_{k-1}): a hold may move (robot_anchor.py)
             if replay is not None and k:
                 q_start = ik.q
