@@ -378,3 +378,34 @@ def test_the_angular_differences_on_views_are_the_gathered_products_bit_for_bit(
         expected = rotation_vectors(relative.reshape(-1, 3, 3)).reshape(frames, 23, 3) / dt
         got = _angular_difference(times, np.zeros((frames, 23, 3)), take)
         assert np.array_equal(got.view(np.uint64), expected.view(np.uint64))
+
+
+def test_frame_lines_read_at_once_are_the_floats_of_one_array_per_line(tmp_path):
+    """``parse_bvh`` reads the frame lines with ``loadtxt`` at once (issue 9's speed target): the same floats
+    as ``np.array(line.split(), dtype=float)`` per line, bit for bit, on numbers of every spelling and
+    length (shortest repr of random doubles, 17 digits, exponents, signed zeros, subnormals, halfway
+    cases); a spelling only the per-line reader takes (``1_0``, tabs and blank lines aside) still reads."""
+    rng = np.random.default_rng(7)
+    n_frames, n_channels = 40, 9
+    raw = rng.standard_normal((n_frames, n_channels)) * 10.0 ** rng.integers(-8, 8, (n_frames, n_channels))
+    tokens = [[repr(float(x)) for x in row] for row in raw]
+    tokens[0][:6] = ["-0", "0.0", "-0.0e-3", "4.9e-324", "2.2250738585072011e-308", "9007199254740993"]
+    tokens[1][:5] = ["0.1000000000000000055511151231257827", "1e22", "+3.5", ".5", "7."]
+    tokens[2] = [f"{x:.17g}" for x in raw[2]]
+    tokens[3] = [f"{x:.3f}" for x in raw[3]]
+    head = ["HIERARCHY", "ROOT Hips", "{", " OFFSET 0 0 0", " CHANNELS 6 Xposition Yposition Zposition "
+            "Zrotation Xrotation Yrotation", " JOINT Spine", " {", "  OFFSET 0 1 0",
+            "  CHANNELS 3 Zrotation Xrotation Yrotation", "  End Site", "  {", "   OFFSET 0 1 0", "  }", " }",
+            "}", "MOTION", f"Frames: {n_frames}", "Frame Time: 0.01"]  # fmt: skip
+    body = ["\t".join(t) if k % 5 == 0 else " ".join(t) for k, t in enumerate(tokens)]
+    path = tmp_path / "numbers.bvh"
+    path.write_text("\n".join(head + body[:20] + ["   "] + body[20:]) + "\n")
+    plain = np.array([np.array(line.split(), dtype=float) for line in body])
+    values = parse_bvh(path).values
+    assert values.dtype == plain.dtype and values.shape == plain.shape
+    assert values.tobytes() == plain.tobytes()
+    assert values[0, 0] == 0.0 and math.copysign(1.0, values[0, 0]) == -1.0  # (-0 kept)
+
+    body[4] = body[4].replace(tokens[4][0], "1_0", 1)  # numpy's str cast takes it, loadtxt does not
+    path.write_text("\n".join(head + body) + "\n")
+    assert parse_bvh(path).values[4, 0] == 10.0
