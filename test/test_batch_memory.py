@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dynik_ros.cli.batch_memory import keep_freed_memory
+from dynik_ros.cli.batch_memory import keep_freed_memory, libc_mallopt
 
 ROOT = Path(__file__).resolve().parents[1]
 EXCERPT = ROOT / "test" / "data" / "cmu_131_01_walk_excerpt.bvh"
@@ -35,6 +35,19 @@ linux_glibc = pytest.mark.skipif(
 def test_glibc_accepts_both_settings():
     """glibc (2.36 here) accepts both mallopt settings: it answers 1 for each."""
     assert keep_freed_memory() is True
+
+
+@linux_glibc
+def test_the_mallopt_set_is_the_libc_ones_find_library_names():
+    """``keep_freed_memory`` reads ``mallopt`` among the process's own symbols (:func:`libc_mallopt`),
+    without importing ``ctypes.util``: the same function as in the libc ``find_library("c")`` names."""
+    import ctypes
+    import ctypes.util
+
+    def address(function) -> int | None:
+        return ctypes.cast(function, ctypes.c_void_p).value
+
+    assert address(libc_mallopt()) == address(ctypes.CDLL(ctypes.util.find_library("c")).mallopt)
 
 
 @linux_glibc

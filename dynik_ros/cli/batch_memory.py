@@ -16,8 +16,8 @@ alone made 234 000 faults. Only for a process that ends after its run (``dynik-r
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
+from typing import Any
 
 M_TRIM_THRESHOLD = -1  # malloc.h's parameter numbers for mallopt
 M_MMAP_THRESHOLD = -3
@@ -30,10 +30,18 @@ def keep_freed_memory() -> bool:
     when glibc accepted both settings, ``False`` elsewhere (another libc, another OS: nothing changes)."""
     if not sys.platform.startswith("linux"):
         return False
-    name = ctypes.util.find_library("c")
-    try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError, TypeError):  # no libc found, or a libc without mallopt (musl)
+    mallopt = libc_mallopt()
+    if mallopt is None:
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, NEVER_TRIM))
+
+
+def libc_mallopt() -> Any:
+    """libc's ``mallopt`` read among the process's own symbols (``dlopen(NULL)``), or ``None`` (a libc without
+    it: musl). The function ``ctypes.util.find_library("c")``'s libc has, without that module's 9 ms of
+    imports (``subprocess``, for its ``ldconfig`` and ``gcc`` fallbacks; ``test_batch_memory``)."""
+    try:
+        return ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError, TypeError):
+        return None
