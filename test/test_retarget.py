@@ -561,3 +561,24 @@ def test_a_sparse_take_is_interpolated_onto_the_ik_steps_and_a_dense_one_is_left
         and contact.flat.tolist() == [True, False, True]
         and contact.toe.shape == (3, 2)
     )
+
+
+@pytest.mark.parametrize("robot", ROBOTS)
+def test_a_map_found_by_name_is_parsed_once_and_built_as_load_retarget_config_builds_it(
+    robot, tmp_path, monkeypatch
+):
+    """``load_robot`` by name builds the map from the YAML it read to find it (``registry._find_map``), not
+    parsed a second time: the same configuration as ``load_retarget_config`` of the file (saved, the same
+    text), and ``load_yaml`` called once for the map."""
+    from dynik_ros.retarget import config, registry
+
+    reads = []
+    load_yaml = registry.load_yaml
+    for module in (config, registry):  # (load_retarget_config's reader and the registry's)
+        monkeypatch.setattr(module, "load_yaml", lambda path: reads.append(Path(path)) or load_yaml(path))
+    spec = load_robot(robot)
+    path = reads[-1]
+    assert reads.count(path) == 1 and path == registry.find_robot_yaml(robot)
+    assert spec.config.where == load_retarget_config(path).where
+    built = save_retarget_config(spec.config, tmp_path / "built.yaml").read_text()
+    assert built == save_retarget_config(load_retarget_config(path), tmp_path / "plain.yaml").read_text()

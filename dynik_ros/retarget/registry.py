@@ -26,7 +26,13 @@ from dynik_ros.core.robot_model import LinearJointConstraints, RobotModel
 from dynik_ros.core.urdf_check import UrdfError
 from dynik_ros.io.yaml_file import YamlFileError, load_yaml
 from dynik_ros.models.assets import share_path
-from dynik_ros.retarget.config import RetargetConfig, RetargetConfigError, load_retarget_config, rpy_matrix
+from dynik_ros.retarget.config import (
+    RetargetConfig,
+    RetargetConfigError,
+    config_from_dict,
+    load_retarget_config,
+    rpy_matrix,
+)
 
 ROBOT_PATH_ENV = "DYNIK_ROBOT_PATH"
 URDF_SUFFIXES = (".urdf", ".xacro", ".xml", ".sdf")  # robot descriptions, which a map names in robot.urdf
@@ -89,13 +95,19 @@ def config_dirs() -> list[Path]:
 def _is_retarget_map(path: Path, strict: bool = False) -> bool:
     """Whether a YAML file is a retargeting map (other nodes' parameter files share ``config/``); a file
     that is not valid YAML (or repeats a key) is not one, or with ``strict`` raises its error."""
+    return _map_data(path, strict) is not None
+
+
+def _map_data(path: Path, strict: bool = False) -> dict | None:
+    """The YAML of :func:`_is_retarget_map`'s file when it is a map (else ``None``), for :func:`load_robot` to
+    read the map from without parsing it again."""
     try:
         data = load_yaml(path)
     except YamlFileError:
         if strict:
             raise
-        return False
-    return isinstance(data, dict) and "robot" in data and "targets" in data
+        return None
+    return data if isinstance(data, dict) and "robot" in data and "targets" in data else None
 
 
 def available_robots() -> list[str]:
@@ -109,6 +121,11 @@ def available_robots() -> list[str]:
 
 def find_robot_yaml(name_or_path: str | Path) -> Path:
     """The map file of a robot name, or the given path if it is a file."""
+    return _find_map(name_or_path)[0]
+
+
+def _find_map(name_or_path: str | Path) -> tuple[Path, dict | None]:
+    """:func:`find_robot_yaml` and, for a robot name, the map's YAML read to find it (``None``: a path)."""
     path = Path(name_or_path)
     if path.suffix.lower() in URDF_SUFFIXES:
         raise RetargetConfigError(
@@ -118,11 +135,12 @@ def find_robot_yaml(name_or_path: str | Path) -> Path:
     if path.suffix in (".yaml", ".yml") or path.is_file():
         if not path.is_file():
             raise FileNotFoundError(f"retargeting map not found: {path}")
-        return path
+        return path, None
     for d in config_dirs():
         candidate = d / f"{name_or_path}.yaml"
-        if candidate.is_file() and _is_retarget_map(candidate, strict=True):
-            return candidate
+        data = _map_data(candidate, strict=True) if candidate.is_file() else None
+        if data is not None:
+            return candidate, data
     raise KeyError(
         f"unknown robot '{name_or_path}'; available: {', '.join(available_robots()) or 'none'} "
         f"(or pass the path of a YAML map; extra map directories go in ${ROBOT_PATH_ENV})"
@@ -284,8 +302,9 @@ def load_robot(name_or_yaml_path: str | Path) -> RobotSpec:
         FileNotFoundError: missing YAML or URDF (named).
         RetargetConfigError: invalid map (file and key named; unknown frames list the closest names).
     """
-    path = find_robot_yaml(name_or_yaml_path)
-    config = load_retarget_config(path)
+    path, data = _find_map(name_or_yaml_path)
+    # a map found by name was read to find it: built from that YAML (load_retarget_config's own steps)
+    config = load_retarget_config(path) if data is None else config_from_dict(data, path)
     try:
         urdf = resolve_urdf(config.urdf, path.parent)
     except ValueError as exc:
