@@ -66,3 +66,33 @@ def test_a_run_takes_far_fewer_page_faults(tmp_path):
         )
         faults[mode] = int(done.stdout.strip().splitlines()[-1])
     assert faults["on"] < 0.75 * faults["off"], faults
+
+
+def test_the_collector_runs_rarely_during_a_run_only_and_changes_no_output(tmp_path, monkeypatch):
+    """``dynik-retarget``'s main runs with the garbage collector at ``GC_THRESHOLD`` and leaves it as it was
+    (also when the run fails); the CMU excerpt on G1 writes the same bytes as with the default collector."""
+    import contextlib
+    import gc
+
+    import dynik_ros.cli.retarget as cli
+    from dynik_ros.cli.batch_memory import GC_THRESHOLD, rare_collections
+
+    before = gc.get_threshold()
+    with pytest.raises(RuntimeError), rare_collections():
+        assert gc.get_threshold() == GC_THRESHOLD
+        raise RuntimeError
+    assert gc.get_threshold() == before
+
+    seen = []
+    inner = cli._main
+    monkeypatch.setattr(cli, "_main", lambda argv: seen.append(gc.get_threshold()) or inner(argv))
+    outputs = {}
+    for mode in ("rare", "default"):
+        if mode == "default":
+            monkeypatch.setattr(cli, "rare_collections", contextlib.nullcontext)
+        out = tmp_path / mode
+        argv = [str(EXCERPT), "--robot", "g1", "--out", str(out), "--no-bag", "--no-plots", "--quiet"]
+        assert cli.main(argv) == 0
+        outputs[mode] = (out / "trajectory.csv").read_bytes(), (out / "calibration.yaml").read_bytes()
+    assert seen == [GC_THRESHOLD, before] and gc.get_threshold() == before
+    assert outputs["rare"] == outputs["default"]

@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from dynik_ros.cli.batch_memory import keep_freed_memory
+from dynik_ros.cli.batch_memory import keep_freed_memory, rare_collections
 from dynik_ros.cli.retarget_args import PLANTED, build_parser  # noqa: F401 - build_parser re-exported
 from dynik_ros.cli.retarget_outputs import (  # noqa: F401 - re-exported (benchmarks, tests)
     BASE_ODOM_TOPIC,
@@ -276,6 +276,12 @@ def calibrate_as_asked(retargeter: Any, motion: Any, args: argparse.Namespace) -
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``dynik-retarget`` (module docstring); the garbage collector runs rarely meanwhile (batch_memory)."""
+    with rare_collections():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from dynik_ros.retarget import RetargetConfigError, Retargeter, available_robots
