@@ -31,6 +31,7 @@ from dynik_ros.core.targets import (
     TargetSet,
 )
 from dynik_ros.retarget.calibration import Calibration, calibrate, check_calibration, yaw_alignment
+from dynik_ros.retarget.fixed_products import each_times_fixed, fixed_times, times_fixed
 from dynik_ros.retarget.foot_contact import FootContact
 from dynik_ros.retarget.held_gain import held_min_gains
 from dynik_ros.retarget.hinge_alignment import HingeAlignment, find_hinge
@@ -332,15 +333,16 @@ class Retargeter(StreamInput, OfflineRun):
         a = self.alignment.rotation
         shift = np.zeros(3)
         shift[:2] = self.alignment.human_origin
-        p = (p - shift) @ a.T
-        r = a @ r
-        v = v @ a.T
-        w = w @ a.T
+        # (the stacked products as flat ones: fixed_products.py, the same floats)
+        p = times_fixed(p - shift, a.T)
+        r = fixed_times(a, r)
+        v = times_fixed(v, a.T)
+        w = times_fixed(w, a.T)
         self.scaling.origin = self.alignment.robot_origin
-        target_rotations = self.hinges.apply(r[:, self._ori_links] @ self._ori_offsets)
+        target_rotations = self.hinges.apply(each_times_fixed(r[:, self._ori_links], self._ori_offsets))
         target_omegas = w[:, self._ori_links]
         target_positions, target_velocities = self.scaling.targets(p, r, v, w)
-        foot_rotations = r[:, self._foot_links] @ self._foot_offsets
+        foot_rotations = each_times_fixed(r[:, self._foot_links], self._foot_offsets)
         foot_omegas = w[:, self._foot_links].copy()
         hips = None  # the robot hip targets of the feet's legs, read by contact.reach and pelvis_reach only
         if (self.config.contact.reach or self.pelvis_reach is not None) and len(self._foot_rows):
