@@ -163,9 +163,10 @@ def test_the_history_restarts_along_the_held_rows_and_the_bound_columns_as_their
     formula: with ``P`` the orthogonal projector onto the span of the held rows and the unit rows of the bound
     columns (``pinv(M) M``), ``nu <- nu + P (m - nu)`` and every past ``nu`` likewise; also with rows that
     repeat or vanish once the bound columns are zeroed, and with no bound column."""
+    from dynik_ros.core.dynamical_ik import DynamicalIKConfig
     from dynik_ros.retarget.retargeter import Retargeter
 
-    ik = Retargeter.from_config("g1").make_ik()
+    ik = Retargeter.from_config("g1").make_ik(DynamicalIKConfig(integration="adams"))  # (keeps the history)
     nv = ik.robot.nv
     rng = np.random.default_rng(5)
     base_rows = rng.normal(size=(12, nv))
