@@ -62,3 +62,50 @@ def test_only_adams_keeps_the_history(integration):
 
     rt = Retargeter.from_config("g1")
     assert rt.make_ik(DynamicalIKConfig(integration=integration))._keeps_history == (integration == "adams")
+
+
+def _plain_restart_along(ik, rows, mean, columns):
+    """``_restart_along`` as it was written with ``@`` (the history kept), from :mod:`.step_integration`'s
+    own basis functions."""
+    from dynik_ros.core.step_integration import REPEATED_DIRECTION, _cholesky_basis
+
+    if columns is not None:
+        rows = rows.copy()
+        rows[:, columns] = 0.0
+    gram = rows @ rows.T
+    basis = _cholesky_basis(rows, gram)
+    if basis is None:
+        values, vectors = np.linalg.eigh(gram)
+        kept = values > REPEATED_DIRECTION * values[-1]
+        basis = (vectors[:, kept].T @ rows) / np.sqrt(values[kept])[:, None]
+    ik.nu += basis.T @ (basis @ (mean - ik.nu))
+    ik._past_nu += (mean - ik._past_nu) @ basis.T @ basis
+    if columns is not None:
+        ik.nu[columns] = mean[columns]
+        ik._past_nu[:, columns] = mean[columns]
+
+
+@pytest.mark.parametrize("integration", ["trapezoidal", "adams"])
+def test_the_restart_along_the_held_rows_is_the_matmul_formula_to_the_bit(integration):
+    """``_restart_along`` (its products by np.dot's C function) against the ``@`` formula on random held rows
+    (independent: the Cholesky basis; repeated: eigh), with and without bound columns: ``nu`` the same to
+    the bit, the history too where it is kept (Adams), untouched where not."""
+    from dynik_ros.retarget.retargeter import Retargeter
+
+    ik = Retargeter.from_config("g1").make_ik(DynamicalIKConfig(integration=integration))
+    nv = ik.robot.nv
+    rng = np.random.default_rng(39)
+    for trial in range(200):
+        rows = rng.normal(size=(12, nv)) * rng.exponential(size=(12, nv))
+        if trial % 4 == 3:
+            rows[6:] = rows[:6]  # repeated rows: eigh
+        columns = np.sort(rng.choice(np.arange(6, nv), size=rng.integers(1, 4), replace=False))
+        columns = columns if trial % 3 else None
+        mean, nu, past = rng.normal(size=nv), rng.normal(size=nv), rng.normal(size=(2, nv))
+        ik.nu, ik._past_nu = nu.copy(), past.copy()
+        ik._restart_along(rows, mean, columns)
+        got_nu, got_past = ik.nu.copy(), ik._past_nu.copy()
+        ik.nu, ik._past_nu = nu.copy(), past.copy()
+        _plain_restart_along(ik, rows, mean, columns)
+        assert got_nu.tobytes() == ik.nu.tobytes()
+        assert got_past.tobytes() == (ik._past_nu.tobytes() if integration == "adams" else past.tobytes())

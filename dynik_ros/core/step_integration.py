@@ -13,6 +13,7 @@ import numpy as np
 from dynik_ros.core.adams import MAX_HISTORY, adams_weights
 from dynik_ros.core.base_integration import integrate_rotation
 from dynik_ros.core.lapack import dpocon, dpotrf, dtrtrs
+from dynik_ros.core.small_arrays import dot as _dot
 from dynik_ros.core.small_arrays import matrix3
 from dynik_ros.core.so3 import exp_so3_entries
 
@@ -175,13 +176,13 @@ class StepIntegration:
         if columns is not None:
             rows = rows.copy()
             rows[:, columns] = 0.0
-        gram = rows @ rows.T
+        gram = _dot(rows, rows.T)  # (np.dot's C function: @'s BLAS call, small_arrays.dot)
         basis = _cholesky_basis(rows, gram)
         if basis is None:
             values, vectors = np.linalg.eigh(gram)
             kept = values > REPEATED_DIRECTION * values[-1]
             basis = (vectors[:, kept].T @ rows) / np.sqrt(values[kept])[:, None]
-        self.nu += basis.T @ (basis @ (mean - self.nu))
+        self.nu += _dot(basis.T, _dot(basis, mean - self.nu))
         if self._keeps_history:
             self._past_nu += (mean - self._past_nu) @ basis.T @ basis
         if columns is not None:

@@ -27,6 +27,7 @@ import numpy as np
 
 from dynik_ros.core.active_set_qp import ActiveSetQP
 from dynik_ros.core.lapack import dposv
+from dynik_ros.core.small_arrays import dot as _dot
 
 # OSQP's infinity (``osqp.constant("OSQP_INFTY")``, checked by the tests): a row bound this large bounds
 # nothing. OSQP itself (and scipy.sparse, its matrices) is imported when a QP first needs it: with DAQP most
@@ -222,12 +223,12 @@ class VelocityQP:
         if e is not None:
             jacobian = jacobian @ e
         weighted = jacobian * (weights**2)[:, None]
-        hessian = jacobian.T @ weighted
+        hessian = _dot(jacobian.T, weighted)  # (np.dot's C function: @'s BLAS call, small_arrays.dot)
         # P's diagonal as a strided view (the product is C-contiguous): added to in place, one call where the
         # gather and scatter of its indices took three
         diagonal_view = hessian.reshape(-1)[:: self.n + 1]
         diagonal_view += self.settings.damping
-        gradient = -(weighted.T @ target_velocity)
+        gradient = -_dot(weighted.T, target_velocity)
         if regularization is not None:
             diagonal, target = regularization
             if e is None:
@@ -307,7 +308,7 @@ class VelocityQP:
         if x is None:
             return None
         self._last_exact = x
-        rows = constraint_matrix @ x
+        rows = _dot(constraint_matrix, x)
         # how far the rows are inside their bounds, below and above, in one array: one reduction where two
         # made the same largest value (max is exact); a NaN (from an infinite x) is left to the two
         m = rows.size
