@@ -81,7 +81,7 @@ class StepIntegration:
             return self.base_position, self.robot.join(self.base_position, self.base_rotation, joints)
         position = self.base_position + step[:3]
         # exp_so3(h * mean[3:6]) from the same floats, without its array checks
-        rotation = matrix3(exp_so3_entries(*step[3:6].tolist())) @ self.base_rotation
+        rotation = _dot(matrix3(exp_so3_entries(*step[3:6].tolist())), self.base_rotation)  # (@'s BLAS call)
         return position, self.robot.join(position, rotation, joints)
 
     def integrate_this_step_by_euler(self) -> None:
@@ -197,7 +197,7 @@ class StepIntegration:
         from eq. (13b), so those crossings added up over a contact held for seconds (iCub's shoulder
         coupling pressed for 3 s: 1.1e-6 rad with the trapezoid)."""
         c, s = self.robot.constraints, self.joint_positions
-        products = c.A @ s
+        products = _dot(c.A, s)  # (@'s BLAS call, small_arrays.dot)
         # the usual step crosses no row: ``A s > b`` holds wherever ``A s - b > 0`` does (a positive rounded
         # difference needs a larger minuend), so none there is none crossed; counted without .any()'s wrapper
         if not np.count_nonzero(products > c.b):
