@@ -122,6 +122,12 @@ class _Rules:
     def __init__(self, spec: ContactSpec):
         self.blend = max(spec.blend_time, 1e-9)  # s, the level blend's and the shift into reach's time
         self.flat_from = spec.blend_time - 1e-9  # s in contact from which the contact is flat
+        # the footprint follows the foot to the end of the blend, the sample that turns flat included, and a
+        # release keeps the foot out for release_time: both compared with a margin, so that a sample exactly
+        # on the boundary (a take on an exact grid: 50 Hz and blend_time 0.1 s) decides the same way whatever
+        # the last bit of the time difference (the margin of flat_from, and of heel_noise's spacing)
+        self.blend_end = spec.blend_time + 1e-9
+        self.quiet_time = spec.release_time - 1e-9
         self.tau = max(spec.release_time, 1e-9)  # s, the held offset's fade after release
         self.toes = spec.toe == "pitch" and spec.flatten
         self.toe_angle = math.radians(spec.toe_angle)
@@ -411,14 +417,14 @@ class FootContact:
             width = len(self.footprint[f])  # (x, y) per link
             here = human.links_xy[f][k * width : (k + 1) * width]  # (a new list)
             yaw = math.atan2(rotations[f, 1, 0], rotations[f, 0, 0])  # (the x axis' heading)
-            if t - self.contact_at[f] <= spec.blend_time:
+            if t - self.contact_at[f] <= rules.blend_end:
                 self.footprint[f] = here
                 self.footprint_yaw[f] = yaw
             elif (spec.drift_off > 0.0 and nearest(here, self.footprint[f]) > spec.drift_off) or (
                 spec.pivot_off > 0.0 and abs(_wrap(yaw - self.footprint_yaw[f])) > rules.pivot_off
             ):
                 now = False
-                self.quiet_until[f] = t + spec.release_time
+                self.quiet_until[f] = t + rules.quiet_time
         if now and not self.in_contact[f]:  # touch-down: the footprint and the heel, toe lows start here
             self.heel_low[f], self.toe_low[f] = heel, toe
             width = len(self.footprint[f])
