@@ -12,11 +12,11 @@ import pytest
 from dynik_ros.core.metrics import TrackingEvaluator
 from dynik_ros.core.targets import Measurements
 from dynik_ros.retarget import Retargeter
+from dynik_ros.retarget.fixed_products import times_fixed
 from dynik_ros.retarget.trajectory_errors import (
     _frame_positions,
     _frame_rotations,
     _joint_chains,
-    _times_fixed,
     joint_kinematics,
     trajectory_errors,
 )
@@ -115,8 +115,8 @@ def test_trajectory_csv_rows_are_the_csv_modules(tmp_path):
 
 
 def test_times_fixed_is_numpys_stacked_product():
-    """One flat BLAS product for a stack times a fixed matrix or vector (_times_fixed) gives numpy's
-    stacked ``@`` bit for bit, contiguous, strided (4x4 placements' 3x3 part) or broadcast stacks."""
+    """One flat BLAS product for a stack times a fixed matrix or vector (fixed_products.times_fixed) gives
+    numpy's stacked ``@`` bit for bit, contiguous, strided (4x4 placements' 3x3 part) or broadcast stacks."""
     rng = np.random.default_rng(12)
     for n in (1, 5, 7200):
         stack = rng.normal(size=(n, 3, 3)) * 10.0 ** rng.integers(-4, 4, size=(n, 1, 1))
@@ -124,7 +124,7 @@ def test_times_fixed_is_numpys_stacked_product():
         strided[:, :3, :3] = stack
         for s in (stack, strided[:, :3, :3], np.broadcast_to(np.eye(3), (n, 3, 3))):
             for fixed in (rng.normal(size=(3, 3)), rng.normal(size=3)):
-                np.testing.assert_array_equal(_times_fixed(s, fixed), s @ fixed)
+                np.testing.assert_array_equal(times_fixed(s, fixed), s @ fixed)
 
 
 @pytest.mark.parametrize("name", ["g1", "icub", "talos"])

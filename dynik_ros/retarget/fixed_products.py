@@ -5,8 +5,8 @@ numpy's ``@`` on a stack calls BLAS once per item: ~0.2 us a 3x3 matrix, 11-18 m
 15 orientation targets times their offsets. The same products laid out as one ``(3N, 3) @ (3, 3)`` product
 make every entry the same three-term dot product over the same index, summed in the same order from zeroed
 accumulators, so the same floats bit for bit (``test_fixed_products``, against the stacked ``@``, on
-rotations, matrices of every scale and signed zeros); :mod:`.trajectory_errors`' ``_times_fixed`` rests on
-the same.
+rotations, matrices of every scale and signed zeros); :mod:`.trajectory_errors`' forward kinematics of the
+written trajectory uses it too.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import numpy as np
 
 def times_fixed(stack: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     """``stack @ matrix`` for a stack of 3-vectors ``(..., 3)`` (rows) or of 3x3 matrices ``(..., 3, 3)`` and
-    one ``(3, 3)`` matrix, as one flat product."""
+    one ``(3, 3)`` matrix or ``(3,)`` vector, as one flat product."""
     stack = np.ascontiguousarray(stack, dtype=float)
-    return (stack.reshape(-1, 3) @ matrix).reshape(stack.shape)
+    return (stack.reshape(-1, 3) @ matrix).reshape(stack.shape[:-1] + np.shape(matrix)[1:])
 
 
 def fixed_times(matrix: np.ndarray, stack: np.ndarray) -> np.ndarray:
