@@ -168,11 +168,13 @@ def test_a_negative_or_non_finite_gain_bound_is_refused(bad):
     assert_row_field_refuses(rt, m[0], "min_gain", 0.0, bad)
 
 
-def test_the_smooth_blend_levels_the_sole_with_no_rate_left_at_its_end():
+def test_the_blend_levels_the_sole_and_its_last_step_carries_the_rest_of_the_turn():
     """A foot landing heel first (20 deg toe up) on a still human: the orientation target turns level over
     ``blend_time``; its angular-velocity feed-forward is the finite difference of the targets (both shapes),
-    and with ``smooth`` it falls to 0 over the second half of the blend (``linear``: the whole turn's rate,
-    its angle / 0.1 s, up to the last sample of the blend, then 0)."""
+    and with ``smooth`` it falls over the second half of the blend (``linear``: the whole turn's rate, its
+    angle / 0.1 s). At the sample that ends the blend the feed-forward is the turn of the last step over its
+    length (the secant, README *The blend's last step*), not ``h'`` there (0 for ``smooth``): the IK steps to
+    that sample with it, and the flat sample's hard stance rows hold what it leaves."""
     rates = {}
     for shape in ("smooth", "linear"):
         rt = Retargeter.from_config("g1")
@@ -201,10 +203,15 @@ def test_the_smooth_blend_levels_the_sole_with_no_rate_left_at_its_end():
             assert np.linalg.norm(change - w[k]) < 0.06 * math.radians(20.0) / 0.1, (shape, k)
         rates[shape] = np.linalg.norm(w[start + blend // 2 : start + blend + 1], axis=1)
         turn_rate = np.linalg.norm(pin.log3(r[start + blend] @ r[start].T)) / 0.1  # the linear blend's
-    assert rates["linear"][:-1] == pytest.approx(turn_rate, rel=0.05) and rates["linear"][-1] < 1e-9
-    # smooth: the rate falls to 0 over the second half of the blend, 6 / 20 of the linear one a sample before
-    assert (np.diff(rates["smooth"]) < 0).all() and rates["smooth"][-1] < 1e-9
-    assert rates["smooth"][-2] < 0.3 * turn_rate
+        last_step = np.linalg.norm(pin.log3(r[start + blend] @ r[start + blend - 1].T)) / dt
+        assert rates[shape][-1] == pytest.approx(last_step, rel=1e-3), shape  # the secant of the last step
+    assert rates["linear"] == pytest.approx(turn_rate, rel=0.05)
+    # smooth: the rate falls over the second half of the blend, 6 / 20 of the linear one a sample before its
+    # end, and the last step's secant is below that (1 - h(0.95) over 0.05 of the blend: 0.145 of the linear)
+    assert (np.diff(rates["smooth"]) < 0).all()
+    assert rates["smooth"][-2] < 0.3 * turn_rate and rates["smooth"][-1] == pytest.approx(
+        0.145 * turn_rate, rel=0.02
+    )
 
 
 def test_the_map_and_the_cli_set_the_held_gain_and_the_blend_shape(tmp_path):

@@ -226,12 +226,15 @@ def test_zmp_planned_walk_walks_at_its_own_speed_in_mujoco(zmp_walk, quasi_stati
         return play(Simulator.from_robot("g1", config), retargeter.robot.joint_names, motion.times, q)
 
     dynamic = run(zmp_walk)
-    motion = zmp_walk[1]
-    walk_end = 2.0 + motion.times[-1] - motion.times[0]  # the blend from standing, then the trajectory
-    # open loop this walk is marginal: it stands to the end of the hold, but fell 0.8 s into the hold while
-    # the plan's CoM ended off the middle of the feet, and the 4-step walk falls in its final stand; so only
-    # the walk itself is asserted here (the stabilized walk stands: test_walk_stabilizer)
-    assert dynamic.fell_at is None or dynamic.fell_at > walk_end
+    # the blend from standing (2 s), the first stand, then the steps: the last one has landed at 6.75 s
+    last_landing = 2.0 + SPEC.stand + SPEC.steps * (SPEC.double_support + SPEC.single_support)
+    # open loop this walk is marginal after its steps: whether it stands through its final 1 s stand is
+    # chaotic. The same joint trajectory offset by a constant 2e-4 rad per joint (7 random draws) fell at
+    # 7.07, 7.14, 7.29, 7.96 s or not at all (3 of 7); unperturbed at 8.23 s, and at 7.73 s once the
+    # touch-down blend's last step changed the trajectory by 2e-4 rad at most. The 4-step walk falls in its
+    # final stand. So only the walk itself is asserted here: its steps, the last landing included (the
+    # stabilized walk stands: test_walk_stabilizer)
+    assert dynamic.fell_at is None or dynamic.fell_at > last_landing + 0.25
     static = run(quasi_static_walk)  # the same walk, same speed and sim, CoM kept over the stance sole
     first_landing = SPEC.stand + SPEC.double_support + SPEC.single_support
     assert static.fell_at is not None and static.fell_at < 2.0 + first_landing  # falls in its first step

@@ -84,35 +84,11 @@ from dynik_ros.retarget.contact_floats import (
     past_margin,
     rate_term_needed,
 )
+from dynik_ros.retarget.contact_shapes import blend_in, toe_pitch
 from dynik_ros.retarget.heel_noise import HeelToeNoise
 from dynik_ros.retarget.leg_reach import reach_shift
 
 RECENT_REANCHORS = 100  # moved holds a streaming contact machine remembers (anchor: robot; ik_node)
-
-
-def toe_pitch(theta: float, full: float) -> tuple[float, float]:
-    """Sole pitch ``s(theta)`` on the toes and its slope ``ds/dtheta`` (module docstring; radians), ``full``
-    the heel-up pitch from which the sole pitches as the human foot does (``contact.toe_angle``)."""
-    start = full / 3.0
-    x = (theta - start) / (full - start)
-    if x <= 0.0:
-        return 0.0, 0.0
-    if x >= 1.0:
-        return theta, 1.0
-    h, dh = smoothstep(x)
-    return theta * h, h + theta * dh / (full - start)
-
-
-def smoothstep(x: float) -> tuple[float, float]:
-    """``h(x) = 3x^2 - 2x^3`` and ``dh/dx`` for ``x`` in [0, 1]: 0 to 1 with zero slope at both ends."""
-    return x * x * (3.0 - 2.0 * x), 6.0 * x * (1.0 - x)
-
-
-def blend_in(x: float, shape: str) -> tuple[float, float]:
-    """The touch-down blend's level weight ``alpha`` and ``d alpha / dx`` at ``x`` (the share of
-    ``blend_time`` spent in contact, in [0, 1]): ``linear`` ``alpha = x``, or ``smooth`` ``alpha = h(x)``
-    (:func:`smoothstep`; ``contact.blend_shape``, module docstring)."""
-    return smoothstep(x) if shape == "smooth" else (x, 1.0)
 
 
 class _Rules:
@@ -228,6 +204,7 @@ class FootContact:
         # the held offset at release, last - target, as floats (None: none fading)
         self.release_delta: list[tuple[float, float, float] | None] = [None] * n
         self.contact_at = [0.0] * n
+        self.stepped_at: list[float | None] = [None] * n  # time of the foot's last sample (advance)
         self.landing_yaw = [0.0] * n
         # per foot, (heading, R_z(heading)) of the last level rotation built (_level; None: none yet)
         self._levels: list[tuple[float, np.ndarray] | None] = [None] * n
@@ -459,6 +436,7 @@ class FootContact:
         blend = rules.blend
         sole = self.soles[f]
         t = human.times[k]
+        previous_t, self.stepped_at[f] = self.stepped_at[f], t  # this foot's previous sample (a stream's too)
         now = self._decide(f, k, human, rotations) if decided is None else decided
         in_contact = self.in_contact[f]
         if in_contact:
@@ -527,7 +505,14 @@ class FootContact:
             r_h[...] = dot(r_h, pin.exp3(turn if alpha == 1.0 else alpha * turn))
             # feed-forward: the human's rotation fading out plus the blend's own rate d(alpha)/dt
             rate_alpha = 0.0
-            if alpha < 1.0:
+            closing = in_contact and previous_t is not None and since >= rules.flat_from  # (below)
+            if closing and 0.0 <= (before := previous_t - self.contact_at[f]) < rules.flat_from:
+                # the step that ends the blend carries the rest of its turn, the secant of alpha over the
+                # step: h' at the end is 0, and what the feed-forward leaves of the turn the flat sample's
+                # hard stance rows then hold (README, *The blend's last step*)
+                previous = blend_in(before / blend, spec.blend_shape)[0]
+                rate_alpha = (alpha - previous) / (t - previous_t)
+            elif alpha < 1.0:
                 rate_alpha = rising / blend if in_contact else -self.level_at_release[f] / blend
             # the blend's own rate along R turn (not computed where it changes nothing: rate_term_needed)
             along = dot(r_h, turn).tolist() if rate_term_needed(rate_alpha, level_rate) else NO_RATE
