@@ -118,8 +118,8 @@ def test_daqp_and_osqp_agree_on_the_ik_steps_of_a_real_capture(monkeypatch):
     recorded = []
     original = VelocityQP._active_set
 
-    def record(self, hessian, gradient, c, lower, upper):
-        solution = original(self, hessian, gradient, c, lower, upper)
+    def record(self, hessian, gradient, c, lower, upper, *same_ldp):
+        solution = original(self, hessian, gradient, c, lower, upper, *same_ldp)
         if solution is not None and len(recorded) < 400:
             problem = (hessian.copy(), gradient.copy(), c.copy(), lower.copy(), upper.copy())
             recorded.append((self.settings.damping, problem, self._last_exact.copy()))

@@ -57,6 +57,8 @@ class ActiveSetQP:
         # M (C order) and w as views of it, made once: what dtrtrs gives when it solves in place (it does
         # on a Fortran-order float64 array; else views of its answer are made per solve)
         self._ldp = self._stacked[:, :m].T, self._stacked[:, m]
+        # the last LDP formed, (L, M, w), for a re-solve of the same P, q and C (``same_ldp``); None if none
+        self._formed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.iterations = 0
         self.exitflag = 0
 
@@ -67,29 +69,25 @@ class ActiveSetQP:
         rows: np.ndarray,
         lower: np.ndarray,
         upper: np.ndarray,
+        same_ldp: bool = False,
     ) -> np.ndarray | None:
         """``argmin 1/2 x^T P x + q^T x`` s.t. ``lower <= rows x <= upper``, or ``None`` where DAQP does not
         report it optimal. Shapes other than those set up are refused: DAQP's ``update`` would ignore such an
-        array silently and answer the previous problem."""
+        array silently and answer the previous problem. ``same_ldp``: the caller vouches that ``P``, ``q`` and
+        ``C`` are the same floats as at the last call; the factor and ``[M | w]`` formed then are used again
+        (the same LAPACK calls on the same floats gave them; DAQP reads them, never writes them), only the
+        bounds are new: a re-solve of one step with other bounds skips ~30 us of its ~100."""
         n, m = self.n, self.m
         if rows.shape != (m, n) or hessian.shape != (n, n):
             raise ValueError(f"ActiveSetQP set up for {m} x {n} rows, given {rows.shape}")
         lower = np.maximum(lower, self._floor, out=self._lower)
         upper = np.minimum(upper, self._ceiling, out=self._upper)
-        # P = L L^T from P's upper triangle in C order (the lower one of its transpose, a Fortran-order view
-        # LAPACK takes without a copy): L = R^T, the factor of the module docstring. Its other triangle is
-        # left as P's (clean=0): dtrtrs reads only the lower one (LAPACK: "not referenced")
-        factor, info = dpotrf(hessian.T, lower=1, clean=0)
-        if info != 0:
-            return self._failed(NOT_POSITIVE_DEFINITE)
-        stacked = self._stacked  # [C^T | q] -> [M^T | w]: R^T X = L X = [C^T | q]
-        stacked[:, :m] = rows.T
-        stacked[:, m] = gradient
-        # (a factor dpotrf returned has a positive diagonal: the triangular solves cannot fail; NaN data
-        # gives a non-finite x, refused below)
-        solved, _ = dtrtrs(factor, stacked, lower=1, overwrite_b=1)
-        # M (C order: a view), w
-        ldp_rows, linear = self._ldp if solved is stacked else (solved[:, :m].T, solved[:, m])
+        if same_ldp and self._formed is not None:
+            factor, ldp_rows, linear = self._formed
+        else:
+            factor, ldp_rows, linear = self._form(hessian, gradient, rows)
+            if factor is None:
+                return self._failed(NOT_POSITIVE_DEFINITE)
         self._cold.fill(0)
         if self._set_up:
             flag = self._model.update(f=linear, A=ldp_rows, bupper=upper, blower=lower, sense=self._cold)
@@ -109,6 +107,29 @@ class ActiveSetQP:
             return self._failed(exitflag)
         self.exitflag = exitflag
         return x
+
+    def _form(self, hessian: np.ndarray, gradient: np.ndarray, rows: np.ndarray) -> tuple:
+        """The LDP of ``(P, q, C)``: ``(L, M, w)``, kept for a re-solve; ``(None, None, None)`` if ``P`` has
+        no Cholesky factor. (Solving for ``w`` alone would not do for a new ``q``: ``dtrtrs`` on ``q`` by
+        itself gives other floats than ``q``'s column of ``[C^T | q]``, ~1e-10 apart on walk60's QPs.)"""
+        m = self.m
+        self._formed = None
+        # P = L L^T from P's upper triangle in C order (the lower one of its transpose, a Fortran-order view
+        # LAPACK takes without a copy): L = R^T, the factor of the module docstring. Its other triangle is
+        # left as P's (clean=0): dtrtrs reads only the lower one (LAPACK: "not referenced")
+        factor, info = dpotrf(hessian.T, lower=1, clean=0)
+        if info != 0:
+            return None, None, None
+        stacked = self._stacked  # [C^T | q] -> [M^T | w]: R^T X = L X = [C^T | q]
+        stacked[:, :m] = rows.T
+        stacked[:, m] = gradient
+        # (a factor dpotrf returned has a positive diagonal: the triangular solves cannot fail; NaN data
+        # gives a non-finite x, refused below)
+        solved, _ = dtrtrs(factor, stacked, lower=1, overwrite_b=1)
+        # M (C order: a view), w
+        ldp_rows, linear = self._ldp if solved is stacked else (solved[:, :m].T, solved[:, m])
+        self._formed = factor, ldp_rows, linear
+        return self._formed
 
     def _failed(self, flag: int) -> None:
         """No solution: DAQP's verdict (or :data:`NOT_POSITIVE_DEFINITE`) kept in :attr:`exitflag`."""

@@ -164,6 +164,8 @@ class VelocityQP:
         self._native = None
         self._last_exact: np.ndarray | None = None  # the last solve's x from the shortcut or DAQP
         self._task: tuple[np.ndarray, np.ndarray] | None = None  # the last solve's task (P, q), for resolve
+        # the (P, q) objects DAQP's last LDP was formed from, with no extra cost (see _solve_cost); or None
+        self._ldp_source: tuple[np.ndarray, np.ndarray] | None = None
         self._a_values[self._n_static :] = 0.0  # the dynamic rows as set up
         self._used = False
         # the Cholesky shortcut is tried while the last solve had no row on a bound: on real captures a
@@ -278,12 +280,24 @@ class VelocityQP:
             else:
                 hessian = hessian + e.T @ h_extra @ e
                 gradient = gradient + e.T @ g_extra
+        # DAQP's last LDP serves again (core/active_set_qp.py, same_ldp) if P, q and C are the same floats:
+        # the task's own (P, q) objects (made by solve(), never written after; kept referenced in
+        # _ldp_source, so no other array has their identity), no extra cost, and the same dynamic rows (C's
+        # constant rows are _a_values' own copy, set up once). Without dynamic rows C is the public
+        # constraint_matrix, which could be written in place: no reuse then.
+        source = self._ldp_source
+        same_ldp = extra is None and source is not None and source[0] is hessian and source[1] is gradient
         constraint_matrix = self.constraint_matrix
         if self.n_dynamic:
             a_dynamic, l_dynamic, u_dynamic = dynamic if dynamic is not None else self._no_dynamic()
             if e is not None:
                 a_dynamic = a_dynamic @ e
-            self._a_values[self._n_static :] = a_dynamic
+            written = self._a_values[self._n_static :]
+            if same_ldp:  # (NaN rows compare unequal: not reused)
+                same_ldp = np.count_nonzero(written == a_dynamic) == written.size
+            if not same_ldp:  # rows other than the LDP's (maybe): it is not reused until DAQP forms another
+                self._ldp_source = None
+                written[...] = a_dynamic
             constraint_matrix = self._a_values
             lower = np.concatenate((lower, l_dynamic))
             upper = np.concatenate((upper, u_dynamic))
@@ -303,7 +317,8 @@ class VelocityQP:
             # answer the previous problem instead (OSQP says "solved" with the last step's nu)
             return QPSolution(np.zeros(self.n_full), "infeasible (a row's bounds cross)", 0, False)
         if self._dense is not None:
-            solution = self._active_set(hessian, gradient, constraint_matrix, lower, upper)
+            solution = self._active_set(hessian, gradient, constraint_matrix, lower, upper, same_ldp)
+            self._ldp_source = (hessian, gradient) if extra is None and self.n_dynamic else None
             if solution is not None:
                 return solution
             if self.daqp_only:  # a trial of rows that may not be feasible: OSQP would spend max_iter on them
@@ -312,10 +327,12 @@ class VelocityQP:
                 )
         return self._osqp(hessian, gradient, lower, upper)
 
-    def _active_set(self, hessian, gradient, constraint_matrix, lower, upper) -> QPSolution | None:
+    def _active_set(
+        self, hessian, gradient, constraint_matrix, lower, upper, same_ldp=False
+    ) -> QPSolution | None:
         """DAQP's solution (:mod:`.active_set_qp`) with the largest miss of a row by it; ``None`` without."""
         dense = self._dense
-        x = dense.solve(hessian, gradient, constraint_matrix, lower, upper)
+        x = dense.solve(hessian, gradient, constraint_matrix, lower, upper, same_ldp)
         if x is None:
             return None
         self._last_exact = x
