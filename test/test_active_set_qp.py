@@ -18,10 +18,10 @@ from dynik_ros.core.velocity_qp import SOLVERS, UNBOUNDED, QPSettings, VelocityQ
 ACTIVE = 1e-7  # a row within this of a bound counts as active for the KKT check
 
 
-def _random_problem(seed: int):
-    """8 columns (2 "base" columns in no joint row), 6 joint rows, 8 dynamic rows of every kind, posed
-    around a point ``x0`` that meets them all (feasible by construction) and a task far from it (many rows
-    active)."""
+def feasible_problem(seed: int, dynamic_rows: int):
+    """8 columns (2 "base" columns in no joint row), 6 joint rows, ``dynamic_rows`` dynamic rows, posed around
+    a point ``x0`` that meets them all (feasible by construction) and a task far from it (many rows active):
+    ``(jac, target, weights, static, (lower, upper), (a, low, high), r)``, ``r = a x0``."""
     rng = np.random.default_rng(seed)
     n = 8
     jac = rng.normal(size=(12, n))
@@ -30,10 +30,16 @@ def _random_problem(seed: int):
     static = np.hstack((np.zeros((6, 2)), np.eye(6)))
     x0 = rng.normal(size=n) * 0.3
     lower, upper = static @ x0 - rng.uniform(0.05, 0.5, 6), static @ x0 + rng.uniform(0.05, 0.5, 6)
-    a = rng.normal(size=(8, n))
+    a = rng.normal(size=(dynamic_rows, n))
     r = a @ x0
-    low = r - rng.uniform(0.05, 0.5, 8)
-    high = r + rng.uniform(0.05, 0.5, 8)
+    low = r - rng.uniform(0.05, 0.5, dynamic_rows)
+    high = r + rng.uniform(0.05, 0.5, dynamic_rows)
+    return jac, target, weights, static, (lower, upper), (a, low, high), r
+
+
+def _random_problem(seed: int):
+    """:func:`feasible_problem` with 8 dynamic rows of every kind."""
+    jac, target, weights, static, (lower, upper), (a, low, high), r = feasible_problem(seed, 8)
     low[0], high[0] = r[0] - 1e-3, r[0] + 1e-3  # a band (the stance rows' y* +- tol)
     low[1] = high[1] = r[1]  # an equality
     low[2], high[2] = -UNBOUNDED, UNBOUNDED  # unbounded both sides (a switched-off row), OSQP's infinity

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_active_set_qp import feasible_problem
 
 from dynik_ros.core import active_set_qp
 from dynik_ros.core.active_set_qp import ActiveSetQP
@@ -14,20 +15,9 @@ from dynik_ros.core.velocity_qp import QPSettings, VelocityQP
 
 
 def _problem(seed: int):
-    """8 columns, 6 joint rows, 6 dynamic rows around a point ``x0`` that meets them (feasible) and a task
-    far from it (rows active: DAQP, not the Cholesky shortcut)."""
-    rng = np.random.default_rng(seed)
-    n = 8
-    jac = rng.normal(size=(12, n))
-    target = rng.normal(size=12) * 20.0
-    weights = rng.uniform(0.5, 2.0, 12)
-    static = np.hstack((np.zeros((6, 2)), np.eye(6)))
-    x0 = rng.normal(size=n) * 0.3
-    lower, upper = static @ x0 - rng.uniform(0.05, 0.5, 6), static @ x0 + rng.uniform(0.05, 0.5, 6)
-    a = rng.normal(size=(6, n))
-    r = a @ x0
-    dynamic = a, r - rng.uniform(0.05, 0.5, 6), r + rng.uniform(0.05, 0.5, 6)
-    return jac, target, weights, static, (lower, upper), dynamic
+    """:func:`feasible_problem` with 6 dynamic rows, all two-sided bands (rows active: DAQP, not the Cholesky
+    shortcut)."""
+    return feasible_problem(seed, 6)[:-1]
 
 
 def _qp(static, jac) -> VelocityQP:
