@@ -20,10 +20,10 @@ from dynik_ros.retarget.foot_figures import foot_figures
 from dynik_ros.retarget.retargeter import Retargeter
 
 
-def _heel_first(rate: float):
+def heel_first(rate: float, duration: float = 1.0):
     """A still human whose right foot stands 20 deg toe up on its heel (the foot and toe links pitched about
     the foot link) at ``rate`` Hz: the contact starts tilted and its blend turns the sole level."""
-    motion = _one_leg_sway(duration=1.0, rate=rate)
+    motion = _one_leg_sway(duration=duration, rate=rate)
     foot, toe = motion.links.index("RightFoot"), motion.links.index("RightToe")
     pitch = pin.rpy.rpyToMatrix(0.0, -math.radians(20.0), 0.0)
     heel = motion.positions[0, foot].copy()
@@ -40,7 +40,7 @@ def test_a_sole_landing_on_its_heel_is_level_when_its_flat_part_starts(rate, mos
     kinematics of the written trajectory, under ``most`` degrees (measured 1.10, 0.79, 0.19 deg; with ``h'``
     as the last step's feed-forward 2.16, 1.62, 0.47 deg), one contact, no joint outside its limits."""
     rt = Retargeter.from_config("g1")
-    out = rt.retarget_motion(_heel_first(rate), settle=1.0)
+    out = rt.retarget_motion(heel_first(rate), settle=1.0)
     assert out.solved.all()
     right = foot_figures(
         rt.robot, out.q, out.times, out.contacts, rt.config.feet, rt.config.contact.blend_time,

@@ -17,6 +17,7 @@ from take_tools import (
     assert_row_field_refuses,
     written_sole_heights,
 )
+from test_blend_last_step import heel_first
 from test_leg_reach import _straddle
 from test_swing_weight import _one_leg_sway
 
@@ -181,16 +182,7 @@ def test_the_blend_levels_the_sole_and_its_last_step_carries_the_rest_of_the_tur
         contact = dataclasses.replace(rt.config.contact, blend_shape=shape)
         rt.config = dataclasses.replace(rt.config, contact=contact)
         rt.set_calibration(rt.calibration)
-        motion = _one_leg_sway(duration=0.4, rate=200.0)
-        foot = motion.links.index("RightFoot")
-        toe = motion.links.index("RightToe")
-        pitch = pin.rpy.rpyToMatrix(0.0, -math.radians(20.0), 0.0)
-        heel = motion.positions[0, foot].copy()
-        for link in (foot, toe):  # the foot pitched about its heel (the foot link), toe up, held still
-            lever = motion.positions[:, link] - heel
-            motion.positions[:, link] = heel + lever @ pitch.T
-            motion.rotations[:, link] = pitch @ motion.rotations[:, link]
-        measurements, flags = rt.motion_measurements(motion)
+        measurements, flags = rt.motion_measurements(heel_first(rate=200.0, duration=0.4))
         row = list(rt._foot_ori_rows)[list(rt._foot_ori_feet).index(1)]
         r = np.array([m.rotations[row] for m in measurements])
         w = np.array([m.angular_velocities[row] for m in measurements])
