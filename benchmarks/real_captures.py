@@ -393,7 +393,7 @@ def speed_phases(path: Path, robot: str, ik_rate: float | None = None) -> None:
     times, measurements, contacts, _ = rt.step_measurements(motion)
     lap("targets (calibration, alignment, scaling, feet, hinges)")
     ik = rt.make_ik(cli.ik_config_of(args))
-    result = rt.run(times, measurements, ik, settle=0.2, evaluate=False, contacts=contacts)
+    result = rt.run(times, measurements, ik, settle=args.settle, evaluate=False, contacts=contacts)
     lap("IK steps (one QP per sample)")
     feet = rt.config.feet
     errors = trajectory_errors(
@@ -402,12 +402,14 @@ def speed_phases(path: Path, robot: str, ik_rate: float | None = None) -> None:
     )  # fmt: skip
     result = replace(result, **vars(errors))
     lap("errors (eq. 15-16, feet)")
-    cli.summarize(rt, result, motion, 0.2, 0.0)
+    cli.summarize(rt, result, motion, args.settle, 0.0)
     lap("summary (limits, foot figures)")
     with tempfile.TemporaryDirectory() as tmp:
         cli.write_csv(Path(tmp) / "t.csv", rt.robot, result)
         cli.write_npz(Path(tmp) / "t.npz", rt, result)
-    lap("trajectory.csv + retarget.npz")
+        lap("trajectory.csv + retarget.npz")
+        cli.write_bag(Path(tmp) / "bag", rt.robot, rt.config.root.frame, result, args.storage)
+    lap("bag")
     for name, seconds in laps:
         print(f"phase {name}|{seconds:.3f}")
 
@@ -481,14 +483,16 @@ def speed_target(
     repeats: int = 1,
     capture: Path | None = None,
     ik_rate: float | None = None,
+    phases: bool = True,
 ) -> None:
     """Write a synthetic walk of ``seconds`` at ``rate`` (or the real ``capture`` played forward and back
     for ``seconds``, :func:`palindrome`) as BVH and MVNX, then measure reading + retargeting (the issue's
-    target: a 60 s, 120 Hz capture in <= 10 s on one core, video excluded) as the **CPU time** of a fresh
-    ``dynik-retarget`` process (imports included, from compiled modules; no bag, no plots) with one
-    numpy/OpenMP thread, and its wall time; once per file the plain command as users run it (bag and
-    plots written, the README's user figure); then the same steps in a second process, each phase's CPU
-    time."""
+    target: a 60 s, 120 Hz capture in <= 10 s on one core, video rendering excluded) as the **CPU time** of
+    a fresh ``dynik-retarget`` process (imports included, from compiled modules) with one numpy/OpenMP
+    thread, and its wall time: the command as users run it with ``--no-plots`` (every default, the bag,
+    CSV and npz written; only the PNG plots, a rendering as the video is, left out); once per file the
+    plain command with its plots too; then (unless ``phases`` is false) the same steps in a second
+    process, each phase's CPU time."""
     from dynik_ros.io.bvh import builtin_skeleton_maps, write_bvh
     from dynik_ros.io.motion_files import read_motion_file
     from dynik_ros.io.mvnx import write_mvnx
@@ -516,26 +520,29 @@ def speed_target(
         )
         print(f"  interpreter: {interpreter_description()}")
         for path in files:
-            command = [sys.executable, "-m", "dynik_ros.cli.retarget", str(path), "--robot", robot]
-            command += ["--out", str(Path(tmp) / "out"), "--no-bag", "--no-plots", "--quiet"]
-            command += ["--settle", "0.2"] + ([] if ik_rate is None else ["--ik-rate", str(ik_rate)])
-            for _ in range(repeats):
-                cpu, wall, _ = _cpu_of_child(command)
+            rate_option = [] if ik_rate is None else ["--ik-rate", str(ik_rate)]
+            for repeat in range(repeats):
+                # the user's command (default --settle, the bag in a fresh folder: never overwritten) without
+                # the plots
+                command = [sys.executable, "-m", "dynik_ros.cli.retarget", str(path), "--robot", robot]
+                command += ["--out", str(Path(tmp) / f"out{path.suffix}-{repeat}"), "--no-plots", "--quiet"]
+                cpu, wall, _ = _cpu_of_child(command + rate_option)
                 print(
                     f"  {path.suffix:<6} {path.stat().st_size / 1e6:6.1f} MB: "
-                    f"dynik-retarget CPU {cpu:5.2f} s "
+                    f"dynik-retarget --no-plots CPU {cpu:5.2f} s "
                     f"({cpu * per_60:5.2f} s per 60 s, {cpu * per_60 / SPEED_TARGET_S:.2f} x the target), "
                     f"wall {wall:5.2f} s"
                 )
-            # the defaults a user gets: bag and plots written, --settle 1 s (the figure above: 0.2 s)
+            # the same with its three PNG plots drawn (~0.35 s)
             plain = [sys.executable, "-m", "dynik_ros.cli.retarget", str(path), "--robot", robot, "--quiet"]
             plain += ["--out", str(Path(tmp) / f"out-plain{path.suffix}")]  # a fresh bag folder
-            plain += [] if ik_rate is None else ["--ik-rate", str(ik_rate)]
-            cpu, wall, _ = _cpu_of_child(plain)
+            cpu, wall, _ = _cpu_of_child(plain + rate_option)
             print(
-                f"         as users run it (bag and plots written, default --settle): CPU {cpu:5.2f} s "
+                f"         with the plots too (the plain command): CPU {cpu:5.2f} s "
                 f"({cpu * per_60:5.2f} s per 60 s), wall {wall:5.2f} s"
             )
+            if not phases:
+                continue
             phases = [sys.executable, __file__, "--phases", str(path), "--robot", robot]
             phases += [] if ik_rate is None else ["--speed-ik-rate", str(ik_rate)]
             _, _, out = _cpu_of_child(phases, ok_codes=(0,))
@@ -558,6 +565,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1, help="--speed: runs of the whole process per file")
     parser.add_argument(
         "--speed-ik-rate", type=float, metavar="HZ", help="--speed: dynik-retarget --ik-rate HZ (default off)"
+    )
+    parser.add_argument(
+        "--speed-no-phases", action="store_true", help="--speed: skip the per-phase process (a third of it)"
     )
     parser.add_argument("--phases", type=Path, help=argparse.SUPPRESS)  # the child of --speed
     parser.add_argument("--quick", action="store_true", help="the committed CMU excerpt only")
@@ -587,7 +597,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.pair:
         report_pair(*args.pair)
     if args.speed:
-        speed_target(args.speed, args.rate, args.robot, args.repeats, args.speed_capture, args.speed_ik_rate)
+        speed_target(
+            args.speed,
+            args.rate,
+            args.robot,
+            args.repeats,
+            args.speed_capture,
+            args.speed_ik_rate,
+            not args.speed_no_phases,
+        )
     return 0
 
 
