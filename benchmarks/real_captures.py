@@ -543,9 +543,9 @@ def speed_target(
             )
             if not phases:
                 continue
-            phases = [sys.executable, __file__, "--phases", str(path), "--robot", robot]
-            phases += [] if ik_rate is None else ["--speed-ik-rate", str(ik_rate)]
-            _, _, out = _cpu_of_child(phases, ok_codes=(0,))
+            phase_command = [sys.executable, __file__, "--phases", str(path), "--robot", robot]
+            phase_command += [] if ik_rate is None else ["--speed-ik-rate", str(ik_rate)]
+            _, _, out = _cpu_of_child(phase_command, ok_codes=(0,))
             rows = [line[6:].split("|") for line in out.splitlines() if line.startswith("phase ")]
             total = sum(float(t) for _, t in rows)
             print("    " + "; ".join(f"{name} {float(t):.2f}" for name, t in rows) + f" (sum {total:.2f} s)")
