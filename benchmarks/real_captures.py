@@ -520,13 +520,12 @@ def speed_target(
         )
         print(f"  interpreter: {interpreter_description()}")
         for path in files:
-            rate_option = [] if ik_rate is None else ["--ik-rate", str(ik_rate)]
-            for repeat in range(repeats):
-                # the user's command (default --settle, the bag in a fresh folder: never overwritten) without
-                # the plots
-                command = [sys.executable, "-m", "dynik_ros.cli.retarget", str(path), "--robot", robot]
-                command += ["--out", str(Path(tmp) / f"out{path.suffix}-{repeat}"), "--no-plots", "--quiet"]
-                cpu, wall, _ = _cpu_of_child(command + rate_option)
+            # the user's command (every default; each run's bag in a fresh folder: never overwritten)
+            user = [sys.executable, "-m", "dynik_ros.cli.retarget", str(path), "--robot", robot, "--quiet"]
+            user += [] if ik_rate is None else ["--ik-rate", str(ik_rate)]
+            for repeat in range(repeats):  # without the plots
+                out = Path(tmp) / f"out{path.suffix}-{repeat}"
+                cpu, wall, _ = _cpu_of_child(user + ["--out", str(out), "--no-plots"])
                 print(
                     f"  {path.suffix:<6} {path.stat().st_size / 1e6:6.1f} MB: "
                     f"dynik-retarget --no-plots CPU {cpu:5.2f} s "
@@ -534,9 +533,7 @@ def speed_target(
                     f"wall {wall:5.2f} s"
                 )
             # the same with its three PNG plots drawn (~0.35 s)
-            plain = [sys.executable, "-m", "dynik_ros.cli.retarget", str(path), "--robot", robot, "--quiet"]
-            plain += ["--out", str(Path(tmp) / f"out-plain{path.suffix}")]  # a fresh bag folder
-            cpu, wall, _ = _cpu_of_child(plain + rate_option)
+            cpu, wall, _ = _cpu_of_child(user + ["--out", str(Path(tmp) / f"out-plain{path.suffix}")])
             print(
                 f"         with the plots too (the plain command): CPU {cpu:5.2f} s "
                 f"({cpu * per_60:5.2f} s per 60 s), wall {wall:5.2f} s"
